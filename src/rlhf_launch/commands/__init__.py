@@ -1,0 +1,1 @@
+"""One module per CLI command: the imperative part of each, called by cli.py."""

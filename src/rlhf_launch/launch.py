@@ -1,0 +1,104 @@
+"""Config -> plan -> findings -> trainer argv -> job: the pure pipeline behind `plan` and `submit`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlhf_launch import command, rules
+from rlhf_launch.config import LaunchConfig
+from rlhf_launch.findings import Finding, errors
+from rlhf_launch.openrlhf import dialect
+from rlhf_launch.openrlhf.flagset import FlagSet, resolve
+from rlhf_launch.plan import Plan, build_plan
+from rlhf_launch.secrets import wandb_key
+
+
+@dataclass(frozen=True)
+class Launch:
+    cfg: LaunchConfig
+    flags: FlagSet
+    plan: Plan
+    argv: list[str]
+    spec: command.JobSpec
+    findings: list[Finding]
+    secret: str | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not errors(self.findings)
+
+    @property
+    def command(self) -> str:
+        return command.ray_job_submit(self.cfg.cluster.address, self.spec)
+
+    def as_json(self) -> dict[str, Any]:
+        plan = self.plan
+        roles = [
+            {
+                "role": r.role,
+                "nodes": r.nodes,
+                "gpus_per_node": r.gpus_per_node,
+                "gpus": r.gpus if r.enabled else 0,
+                "enabled": r.enabled,
+                "colocated_with": plan.colocated_with(r.role) if r.enabled else [],
+            }
+            for r in plan.roles
+        ]
+        if plan.vllm_engines:
+            roles.append(
+                {
+                    "role": "vllm",
+                    "nodes": None,
+                    "gpus_per_node": None,
+                    "engines": plan.vllm_engines,
+                    "tensor_parallel_size": plan.vllm_tp,
+                    "gpus": plan.vllm_gpus,
+                    "enabled": True,
+                    "colocated_with": plan.colocated_with("vllm"),
+                }
+            )
+        out: dict[str, Any] = {
+            "name": self.cfg.name,
+            "openrlhf_version": self.flags.version,
+            "gpus_required": plan.gpus_required,
+            "cluster_gpus": plan.cluster_gpus,
+            "cluster": {"nodes": plan.cluster_nodes, "gpus_per_node": plan.cluster_gpus_per_node},
+            "layout": plan.breakdown(),
+            "roles": roles,
+            "placement_groups": [
+                {"name": g.name, "bundles": g.bundles, "roles": list(g.roles), "packed": g.packed} for g in plan.groups
+            ],
+            "trainer_argv": self.argv,
+            "entrypoint": self.spec.entrypoint,
+            "runtime_env": self.spec.shown_runtime_env,
+            "command": self.command,
+            "findings": [f.as_dict() for f in self.findings],
+            "ok": self.ok,
+        }
+        return out
+
+
+def prepare(
+    cfg: LaunchConfig,
+    *,
+    version: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    load_checkpoint: bool = False,
+    flags: FlagSet | None = None,
+) -> Launch:
+    """Everything `plan` shows, from a validated config. `version` overrides openrlhf.version."""
+    flags = flags or resolve(version or cfg.openrlhf.version)
+    secret = wandb_key(environ)
+    plan = build_plan(cfg, dialect.extras(cfg, flags))
+    use_wandb = bool(secret and cfg.logging.wandb.project)
+    rendered = dialect.render(cfg, plan, flags, wandb=use_wandb, load_checkpoint=load_checkpoint)
+    findings = [
+        *rendered.findings,
+        *rules.check(cfg, plan, flags, wandb_key_present=secret is not None),
+    ]
+    if not errors(findings):
+        flags.parse(rendered.argv)  # the release's own parser must accept every token
+    spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, secret)

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+PRESETS = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None):
+    """Run the installed CLI in a fresh interpreter, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "rlhf_launch", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture
+def write_config(tmp_path):
+    def write(text: str, name: str = "cfg.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
