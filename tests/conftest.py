@@ -34,3 +34,26 @@ def write_config(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """4 nodes x 8 logical GPUs, token auth on, InfiniBand settings on every node."""
+    from ray_cluster import LocalCluster
+
+    local = LocalCluster(
+        tmp_path_factory.mktemp("cluster"),
+        workers=3,
+        extra_up=["--ib-hca", "mlx5_0", "--socket-ifname", "lo"],
+    )
+    try:
+        local.start()
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def cli_env(cluster):
+    """Environment for launcher commands against the test cluster."""
+    return {"RAY_AUTH_TOKEN_PATH": str(cluster.token_file), "RAY_API_SERVER_ADDRESS": cluster.address, "RLHF_LAUNCH_HOME": str(cluster.workdir / "state")}

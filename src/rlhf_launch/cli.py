@@ -43,15 +43,42 @@ def _main(
     """Plan, check and launch OpenRLHF PPO runs on a Ray GPU cluster."""
 
 
-def _show_launch(launch, as_json: bool) -> None:
+ADDRESS = typer.Option(None, "--address", help="Ray dashboard URL (default: RAY_API_SERVER_ADDRESS, the config's, or http://127.0.0.1:8265)")
+TOKEN_FILE = typer.Option(None, "--token-file", help="Ray auth token file (default: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token)")
+RESERVE = typer.Option(False, "--reserve-check", help="really reserve the placement groups on the cluster, then free them")
+RESERVE_TIMEOUT = typer.Option(60.0, "--reserve-timeout", help="seconds to wait for the reservation")
+
+
+def _show_launch(launch, as_json: bool, live=None) -> None:
     from rlhf_launch import report
 
+    ok = launch.ok and (live is None or not any(f.level == "error" for f in live.findings))
     if as_json:
-        output.echo_json(launch.as_json())
+        data = launch.as_json()
+        if live is not None:
+            data["live"] = live.as_json()
+            data["ok"] = ok
+        output.echo_json(data)
     else:
         output.echo(report.plan_text(launch))
-    if not launch.ok:
+        if live is not None:
+            output.echo("")
+            output.echo(report.live_text(live))
+    if not ok:
         raise typer.Exit(2)
+
+
+def _live(launch, address, token_file, reserve, reserve_timeout):
+    from rlhf_launch.commands import preflight
+    from rlhf_launch.dashboard import resolve_address
+
+    return preflight.run(
+        launch,
+        resolve_address(address, launch.cfg.cluster.address),
+        token_file,
+        reserve=reserve,
+        reserve_timeout=reserve_timeout,
+    )
 
 
 @app.command()
@@ -60,11 +87,20 @@ def plan(
     overrides: Optional[List[str]] = OVERRIDES,
     openrlhf_version: Optional[str] = VERSION,
     as_json: bool = JSON,
+    cluster: bool = typer.Option(False, "--cluster", help="also check against the live cluster"),
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+    reserve_check: bool = RESERVE,
+    reserve_timeout: float = RESERVE_TIMEOUT,
 ) -> None:
     """Validate a config and show the layout, findings and the exact trainer command."""
     from rlhf_launch.commands import plan as cmd
 
-    _show_launch(cmd.run(config, overrides or [], openrlhf_version), as_json)
+    launch = cmd.run(config, overrides or [], openrlhf_version)
+    live = None
+    if cluster or reserve_check:
+        live = _live(launch, address, token_file, reserve_check, reserve_timeout)
+    _show_launch(launch, as_json, live)
 
 
 @app.command()
@@ -74,6 +110,10 @@ def submit(
     openrlhf_version: Optional[str] = VERSION,
     dry_run: bool = typer.Option(False, "--dry-run", help="show what would be submitted; contact no cluster"),
     as_json: bool = JSON,
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+    reserve_check: bool = RESERVE,
+    reserve_timeout: float = RESERVE_TIMEOUT,
 ) -> None:
     """Check a config (and the live cluster) and submit the trainer as a Ray job."""
     from rlhf_launch.commands import plan as cmd
@@ -82,7 +122,110 @@ def submit(
     if dry_run:
         _show_launch(launch, as_json)
         return
+    live = _live(launch, address, token_file, reserve_check, reserve_timeout)
+    _show_launch(launch, as_json, live)
     raise UserError("submitting to a cluster is not available in this build", hint="use --dry-run")
+
+
+@app.command()
+def up(
+    head: bool = typer.Option(False, "--head", help="start the head node (required)"),
+    num_gpus: Optional[int] = typer.Option(None, "--num-gpus", help="GPUs of this node (default: what it has)"),
+    num_cpus: Optional[int] = typer.Option(None, "--num-cpus"),
+    port: int = typer.Option(6379, "--port", help="GCS port workers join"),
+    dashboard_port: int = typer.Option(8265, "--dashboard-port"),
+    dashboard_host: str = typer.Option("127.0.0.1", "--dashboard-host", help="address the dashboard and job API bind"),
+    node_ip_address: Optional[str] = typer.Option(None, "--node-ip-address", help="this node's address (default: detected)"),
+    ib_hca: Optional[str] = typer.Option(None, "--ib-hca", help="NCCL_IB_HCA for every process, e.g. mlx5_0"),
+    socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname", help="NCCL_SOCKET_IFNAME, e.g. ib0"),
+    object_store_memory: Optional[int] = typer.Option(None, "--object-store-memory", help="bytes"),
+    no_auth: bool = typer.Option(False, "--no-auth", help="turn Ray token auth off (not recommended)"),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="token file to use or create (default ~/.ray/auth_token)"),
+    block: bool = typer.Option(False, "--block", help="stay in the foreground (containers); Ctrl-C stops Ray"),
+    as_json: bool = JSON,
+    ray_args: Optional[List[str]] = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False),
+) -> None:
+    """Start the Ray head on this node: token auth on, dashboard on 127.0.0.1."""
+    from rlhf_launch import cluster, report
+    from rlhf_launch.commands import up as cmd
+
+    if not head:
+        raise UserError("up starts the head node: pass --head", hint="workers use: rlhf-launch join HEAD_IP")
+    opts = cluster.HeadOptions(
+        num_gpus=num_gpus,
+        num_cpus=num_cpus,
+        node_ip_address=node_ip_address,
+        object_store_memory=object_store_memory,
+        block=block,
+        extra=tuple(ray_args or ()),
+        port=port,
+        dashboard_host=dashboard_host,
+        dashboard_port=dashboard_port,
+    )
+    notify = output.echo_json if as_json else (lambda info: output.echo(report.up_text(info)))
+    code = cmd.run(opts, use_auth=not no_auth, token_file=token_file, ib_hca=ib_hca, socket_ifname=socket_ifname, notify=notify)
+    raise typer.Exit(code)
+
+
+@app.command()
+def join(
+    head_ip: str = typer.Argument(..., help="the head node's address"),
+    port: int = typer.Option(6379, "--port"),
+    num_gpus: Optional[int] = typer.Option(None, "--num-gpus"),
+    num_cpus: Optional[int] = typer.Option(None, "--num-cpus"),
+    node_ip_address: Optional[str] = typer.Option(None, "--node-ip-address"),
+    ib_hca: Optional[str] = typer.Option(None, "--ib-hca"),
+    socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname"),
+    object_store_memory: Optional[int] = typer.Option(None, "--object-store-memory"),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="the head's token (default: RAY_AUTH_TOKEN, ~/.ray/auth_token)"),
+    no_auth: bool = typer.Option(False, "--no-auth"),
+    block: bool = typer.Option(False, "--block"),
+    as_json: bool = JSON,
+    ray_args: Optional[List[str]] = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False),
+) -> None:
+    """Start a Ray worker on this node and join it to the head."""
+    from rlhf_launch import cluster
+    from rlhf_launch.commands import join as cmd
+
+    opts = cluster.WorkerOptions(
+        num_gpus=num_gpus,
+        num_cpus=num_cpus,
+        node_ip_address=node_ip_address,
+        object_store_memory=object_store_memory,
+        block=block,
+        extra=tuple(ray_args or ()),
+        head_ip=head_ip,
+        port=port,
+    )
+
+    def notify(info):
+        if as_json:
+            output.echo_json(info)
+        else:
+            output.echo(f"joined the Ray cluster at {info['head']} (token from {info['token_source']})")
+
+    code = cmd.run(opts, use_auth=not no_auth, token_file=token_file, ib_hca=ib_hca, socket_ifname=socket_ifname, notify=notify)
+    raise typer.Exit(code)
+
+
+@app.command()
+def down(force: bool = typer.Option(False, "--force", help="SIGKILL instead of a graceful stop")) -> None:
+    """Stop Ray on this node."""
+    from rlhf_launch.commands import down as cmd
+
+    cmd.run(force)
+    output.echo("stopped Ray on this node")
+
+
+@app.command()
+def status(address: Optional[str] = ADDRESS, token_file: Optional[str] = TOKEN_FILE, as_json: bool = JSON) -> None:
+    """Alive nodes, GPUs, Ray versions and running jobs of the cluster."""
+    from rlhf_launch import report
+    from rlhf_launch.commands import status as cmd
+    from rlhf_launch.dashboard import resolve_address
+
+    data = cmd.run(resolve_address(address), token_file)
+    output.echo_json(data) if as_json else output.echo(report.status_text(data))
 
 
 @app.command()

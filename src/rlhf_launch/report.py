@@ -68,3 +68,52 @@ def plan_text(launch: Launch) -> str:
     lines += ["", "command:" if launch.ok else "command (not runnable until the errors above are fixed):"]
     lines += ["  " + line for line in pretty_command(launch).splitlines()]
     return "\n".join(lines)
+
+
+def live_text(live) -> str:
+    snap = live.snapshot
+    lines = [f"live cluster {snap.address}: {len(snap.nodes)} nodes, {snap.gpus_free:g}/{snap.gpus:g} GPUs free, ray {snap.ray_version}"]
+    if live.reserve is not None:
+        r = live.reserve
+        state = "reserved and released" if r.ok else "NOT reservable"
+        lines.append(f"  reserve check: {state} in {r.seconds:.1f}s ({len(r.groups)} groups, {r.leftover} left reserved)")
+    lines += findings_text(live.findings)
+    return "\n".join(lines)
+
+
+def up_text(info: dict) -> str:
+    lines = [f"Ray head started: {info['head_ip']}:{info['port']}  (ray {info['ray_version']}, {info['gpus']:g} GPUs)"]
+    lines.append(f"  dashboard and job API: {info['dashboard']} (bound to {info['dashboard_host']})")
+    if info["dashboard_host"] in ("127.0.0.1", "localhost", "::1"):
+        lines.append(f"    from your machine: ssh -L {info['dashboard'].rsplit(':', 1)[1]}:127.0.0.1:{info['dashboard'].rsplit(':', 1)[1]} <head>")
+    if info["auth"]:
+        made = "created" if info["token_created"] else "existing"
+        lines.append(f"  auth: Ray token auth on; token ({made}, mode 0600): {info['token_path']}")
+        lines.append("    copy it to each worker, e.g. scp <head>:{0} {0}".format(info["token_path"]))
+    else:
+        lines.append("  auth: OFF (--no-auth): anyone who reaches the ports can run code on the cluster")
+    for key, value in info["nccl_env"].items():
+        lines.append(f"  {key}={value} for every Ray process on this node")
+    lines += ["", "on each worker node run:", f"  {info['join_command']}"]
+    if info["blocking"]:
+        lines.append("(running in the foreground: Ctrl-C stops Ray on this node)")
+    return "\n".join(lines)
+
+
+def status_text(data: dict) -> str:
+    local = data.get("local_ray_version")
+    match = "" if data.get("ray_version_match") else f"  (MISMATCH: this machine has ray {local})"
+    lines = [f"cluster {data['address']}: ray {data['ray_version']}{match}"]
+    rows = [["node", "head", "GPUs free/total", "CPUs free/total", "memory GiB free/total"]]
+    for n in sorted(data["nodes"], key=lambda n: (not n["is_head"], n["ip"])):
+        mem = f"{n['memory_free_gb']:.0f}/{n['memory_gb']:.0f}" if n.get("memory_gb") else "-"
+        rows.append([n["ip"], "*" if n["is_head"] else "", f"{n['gpus_free']:g}/{n['gpus']:g}", f"{n['cpus_free']:g}/{n['cpus']:g}", mem])
+    lines += _table(rows)
+    lines.append(f"  {data['alive_nodes']} alive nodes, {data['gpus_free']:g}/{data['gpus']:g} GPUs free")
+    jobs = data.get("running_jobs") or []
+    if jobs:
+        lines.append("running jobs:")
+        lines += [f"  {j['submission_id']}  {j['status']}  {j['entrypoint'][:80]}" for j in jobs]
+    else:
+        lines.append("running jobs: none")
+    return "\n".join(lines)

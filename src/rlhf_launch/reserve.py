@@ -1,0 +1,128 @@
+"""`--reserve-check`: prove the plan's placement groups can be reserved on the live cluster.
+
+Submits probes/reserve.py as a Ray job that creates the groups in OpenRLHF's order, waits
+up to a timeout, and removes them. The launcher waits for the job (with its own deadline),
+stops it on Ctrl-C or overrun, and then checks that no group of that job is left.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlhf_launch.errors import UserError
+from rlhf_launch.jobs import Jobs
+from rlhf_launch.plan import Plan
+
+MARKER = "RLHF_LAUNCH_RESULT"
+STARTUP_GRACE = 90.0
+
+
+@dataclass
+class ReserveResult:
+    ok: bool
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    leftover: int = 0
+    job_id: str = ""
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "groups": self.groups,
+            "seconds": round(self.seconds, 2),
+            "leftover_placement_groups": self.leftover,
+            "job_id": self.job_id,
+            "error": self.error,
+        }
+
+
+def _probe_dir() -> str:
+    return str(Path(__file__).parent / "probes")
+
+
+def _parse(logs: str) -> dict[str, Any] | None:
+    for line in reversed(logs.splitlines()):
+        if line.startswith(MARKER + " "):
+            return json.loads(line[len(MARKER) + 1 :])
+    return None
+
+
+def leftover_groups(jobs: Jobs, job_id: str) -> int:
+    """Placement groups still held (not REMOVED) that the probe's job created."""
+    data = jobs.dashboard.get("/api/v0/placement_groups?limit=10000&detail=1") or {}
+    rows = data.get("data", {}).get("result", {}).get("result", []) or []
+    info = jobs.client.get_job_info(job_id)
+    ray_job = getattr(info, "job_id", None)
+    return sum(1 for r in rows if r.get("state") != "REMOVED" and (ray_job is None or r.get("creator_job_id") == ray_job))
+
+
+def check(jobs: Jobs, plan: Plan, timeout: float) -> ReserveResult:
+    spec = {
+        "groups": [{"name": g.name, "bundles": g.bundles, "packed": g.packed} for g in plan.groups],
+        "timeout": timeout,
+    }
+    job_id = f"rlhf-launch-reserve-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    jobs.submit(
+        f"python3 reserve.py {shlex.quote(json.dumps(spec))}",
+        {"working_dir": _probe_dir()},
+        job_id,
+        {"rlhf_launch": "reserve-check"},
+    )
+    result = ReserveResult(ok=False, job_id=job_id)
+    deadline = started + timeout + STARTUP_GRACE
+    status = "PENDING"
+    try:
+        while time.monotonic() < deadline:
+            status = jobs.status(job_id)
+            if status in ("SUCCEEDED", "FAILED", "STOPPED"):
+                break
+            time.sleep(0.5)
+        else:
+            result.error = f"the reserve-check job did not finish within {timeout + STARTUP_GRACE:g}s"
+    finally:
+        if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
+            jobs.stop(job_id)
+            _wait_terminal(jobs, job_id, 30)
+    result.seconds = time.monotonic() - started
+    report = _parse(jobs.logs(job_id))
+    if report is None:
+        result.error = result.error or f"the reserve-check job ended {status} without a result"
+    else:
+        result.ok = bool(report["ok"])
+        result.groups = report["groups"]
+    result.leftover = _wait_released(jobs, job_id)
+    return result
+
+
+def _wait_terminal(jobs: Jobs, job_id: str, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and jobs.status(job_id) not in ("SUCCEEDED", "FAILED", "STOPPED"):
+        time.sleep(0.5)
+
+
+def _wait_released(jobs: Jobs, job_id: str, seconds: float = 15.0) -> int:
+    end = time.monotonic() + seconds
+    left = leftover_groups(jobs, job_id)
+    while left and time.monotonic() < end:
+        time.sleep(0.5)
+        left = leftover_groups(jobs, job_id)
+    return left
+
+
+def describe_failure(result: ReserveResult, timeout: float) -> UserError:
+    stuck = next((g for g in result.groups if not g["ready"]), None)
+    if stuck:
+        return UserError(
+            f"reserve check: the placement group for {stuck['name']} ({stuck['bundles']} x 1 GPU + 1 CPU) was not "
+            f"ready within {timeout:g}s: the trainer would wait forever there",
+            hint="free GPUs (rlhf-launch runs / ray job list) or shrink the layout",
+        )
+    return UserError(f"reserve check failed: {result.error or 'no result'}")

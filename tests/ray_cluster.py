@@ -1,0 +1,227 @@
+"""A real multi-node Ray cluster on this machine, started with the launcher's own `up --head`
+and `join` (loopback addresses 127.0.0.2, .3, ...), torn down by the processes it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+OBJECT_STORE = 80 * 1024 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, out, todo = _children(), [], [pid]
+    while todo:
+        current = todo.pop()
+        for child in tree.get(current, []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def env_for_cluster(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("WANDB_API_KEY", None)
+    env.update(extra or {})
+    return env
+
+
+class LocalCluster:
+    def __init__(self, workdir: Path, workers: int = 3, gpus: int = 8, cpus: int = 8, extra_up: list[str] | None = None):
+        """extra_up: launcher options given to `up` and every `join` (e.g. --ib-hca)."""
+        self.workdir = workdir
+        self.workers = workers
+        self.gpus, self.cpus = gpus, cpus
+        self.extra_up = extra_up or []
+        self.gcs_port = free_port()
+        self.dashboard_port = free_port()
+        self.token_file = workdir / "auth_token"
+        self.address = f"http://127.0.0.1:{self.dashboard_port}"
+        self.head_ip = "127.0.0.2"
+        self.procs: list[subprocess.Popen] = []
+        self.worker_procs: list[subprocess.Popen] = []
+        self.env = env_for_cluster({"RLHF_LAUNCH_HOME": str(workdir / "state")})
+
+    # ------------------------------------------------------------- start
+    def _node_ports(self) -> list[str]:
+        return [
+            "--dashboard-agent-listen-port", str(free_port()),
+            "--metrics-export-port", str(free_port()),
+            "--runtime-env-agent-port", str(free_port()),
+            "--dashboard-agent-grpc-port", str(free_port()),
+        ]
+
+    def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
+        out = open(self.workdir / log, "w")
+        err = open(self.workdir / log.replace(".log", ".ray.log"), "w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rlhf_launch", *args],
+            stdout=out,
+            stderr=err,
+            env=self.env,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start(self, timeout: float = 180) -> "LocalCluster":
+        head = [
+            "up", "--head", "--block", "--json",
+            "--node-ip-address", self.head_ip,
+            "--port", str(self.gcs_port),
+            "--dashboard-port", str(self.dashboard_port),
+            "--num-gpus", str(self.gpus), "--num-cpus", str(self.cpus),
+            "--object-store-memory", str(OBJECT_STORE),
+            "--token-file", str(self.token_file),
+            *self.extra_up,
+            "--", "--ray-client-server-port", str(free_port()), *self._node_ports(),
+        ]
+        proc = self._spawn(head, "head.log")
+        self._wait(lambda: self.head_info() is not None, timeout, "head", proc)
+        for i in range(self.workers):  # one at a time, as people join nodes (and 2 cores cope)
+            self.add_worker()
+            self.wait_nodes(2 + i, timeout)
+        return self
+
+    def add_worker(self, gpus: int | None = None) -> subprocess.Popen:
+        index = len(self.worker_procs)
+        args = [
+            "join", self.head_ip, "--block",
+            "--port", str(self.gcs_port),
+            "--node-ip-address", f"127.0.0.{3 + index}",
+            "--num-gpus", str(gpus if gpus is not None else self.gpus), "--num-cpus", str(self.cpus),
+            "--object-store-memory", str(OBJECT_STORE),
+            "--token-file", str(self.token_file),
+            *self.extra_up,
+            "--", *self._node_ports(),
+        ]
+        proc = self._spawn(args, f"worker{index}.log")
+        self.worker_procs.append(proc)
+        return proc
+
+    def _wait(self, check, timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"{what} exited {proc.returncode}: {self.logs()}")
+            time.sleep(0.5)
+        raise TimeoutError(f"{what} not ready in {timeout}s: {self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.workdir.glob("*.log")))
+
+    def head_info(self) -> dict | None:
+        path = self.workdir / "head.log"
+        text = path.read_text() if path.exists() else ""
+        try:
+            return json.loads(text) if text.rstrip().endswith("}") else None
+        except ValueError:
+            return None
+
+    # ------------------------------------------------------------- read
+    def token(self) -> str:
+        return self.token_file.read_text().strip()
+
+    def api(self, path: str, token: str | None = "default") -> tuple[int, object]:
+        headers = {}
+        value = self.token() if token == "default" else token
+        if value:
+            headers["Authorization"] = f"Bearer {value}"
+        request = urllib.request.Request(self.address + path, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, None
+
+    def alive_nodes(self) -> list[dict]:
+        code, data = self.api("/api/v0/nodes?limit=1000")
+        if code != 200:
+            return []
+        return [n for n in data["data"]["result"]["result"] if n["state"] == "ALIVE"]
+
+    def wait_nodes(self, count: int, timeout: float = 120) -> None:
+        self._wait(lambda: len(self.alive_nodes()) == count, timeout, f"{count} alive nodes")
+
+    def placement_groups(self) -> list[dict]:
+        code, data = self.api("/api/v0/placement_groups?limit=10000&detail=1")
+        return data["data"]["result"]["result"] if code == 200 else []
+
+    def wait_free(self, gpus: float, timeout: float = 60) -> None:
+        def free() -> bool:
+            code, data = self.api("/api/cluster_status?format=0")
+            if code != 200:
+                return False
+            usage = data["data"]["clusterStatus"]["loadMetricsReport"]["usageByNode"] or {}
+            used = sum(u.get("GPU", [0, 0])[0] for u in usage.values())
+            return self.gpus * (1 + self.workers) - used >= gpus
+
+        self._wait(free, timeout, f"{gpus} free GPUs")
+
+    # ------------------------------------------------------------- faults
+    def raylet_pid(self, worker: int) -> int:
+        proc = self.worker_procs[worker]
+        for pid in descendants(proc.pid):
+            if _comm(pid) == "raylet":
+                return pid
+        raise LookupError(f"no raylet under worker {worker}")
+
+    # ------------------------------------------------------------- stop
+    def stop(self) -> None:
+        pids: set[int] = set()
+        for proc in self.procs:
+            pids.add(proc.pid)
+            pids.update(descendants(proc.pid))
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
