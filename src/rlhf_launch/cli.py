@@ -114,17 +114,164 @@ def submit(
     token_file: Optional[str] = TOKEN_FILE,
     reserve_check: bool = RESERVE,
     reserve_timeout: float = RESERVE_TIMEOUT,
+    follow: bool = typer.Option(False, "--follow", help="stream the job's logs after submitting"),
+    auto_resume: int = typer.Option(0, "--auto-resume", help="resubmit from the latest checkpoint up to N times on failure"),
+    backoff: float = typer.Option(10.0, "--backoff", help="seconds before the first automatic resume (doubles each time)"),
+    poll: float = typer.Option(5.0, "--poll", help="seconds between the watcher's status checks"),
 ) -> None:
-    """Check a config (and the live cluster) and submit the trainer as a Ray job."""
-    from rlhf_launch.commands import plan as cmd
+    """Check a config and the live cluster, record the run, and submit the trainer as a Ray job."""
+    from rlhf_launch import report
+    from rlhf_launch.commands import plan as plan_cmd
+    from rlhf_launch.commands import submit as cmd
 
-    launch = cmd.run(config, overrides or [], openrlhf_version)
     if dry_run:
-        _show_launch(launch, as_json)
+        _show_launch(plan_cmd.run(config, overrides or [], openrlhf_version), as_json)
         return
-    live = _live(launch, address, token_file, reserve_check, reserve_timeout)
-    _show_launch(launch, as_json, live)
-    raise UserError("submitting to a cluster is not available in this build", hint="use --dry-run")
+    done = cmd.run(
+        config,
+        overrides or [],
+        openrlhf_version,
+        address=address,
+        token_file=token_file,
+        reserve=reserve_check,
+        reserve_timeout=reserve_timeout,
+        auto_resume=auto_resume,
+        backoff=backoff,
+        poll=poll,
+    )
+    if as_json:
+        output.echo_json(done.as_json())
+    else:
+        output.echo(report.submitted_text(done))
+    if not done.ok:
+        raise typer.Exit(2)
+    if follow:
+        _follow(done.run.run_id, address, token_file)
+
+
+def _follow(run_id, address, token_file) -> None:
+    from rlhf_launch.commands import jobs as cmd
+
+    try:
+        for chunk in cmd.logs(run_id, follow=True, address=address, token_file=token_file):
+            output.echo(chunk, end="")
+    except KeyboardInterrupt:
+        output.echo("\nstopped following; the job keeps running", err=True)
+
+
+@app.command()
+def resume(
+    run: Optional[str] = typer.Argument(None, help="run id (default: the latest run)"),
+    overrides: Optional[List[str]] = OVERRIDES,
+    force: bool = typer.Option(False, "--force", help="allow overrides that change layout or batch sizes"),
+    allow_fresh: bool = typer.Option(False, "--allow-fresh", help="resume even with no checkpoint yet (from step 0)"),
+    follow: bool = typer.Option(False, "--follow"),
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+    as_json: bool = JSON,
+) -> None:
+    """Resubmit a run from its latest checkpoint, with the same arguments."""
+    from rlhf_launch import report
+    from rlhf_launch.commands import resume as cmd
+
+    done = cmd.run(run, overrides or [], force=force, allow_fresh=allow_fresh, address=address, token_file=token_file)
+    output.echo_json(done.as_json()) if as_json else output.echo(report.resumed_text(done))
+    if done.attempt is None:
+        raise typer.Exit(2)
+    if follow:
+        _follow(done.run.run_id, address, token_file)
+
+
+@app.command()
+def logs(
+    run: Optional[str] = typer.Argument(None, help="run id (default: the latest run)"),
+    follow: bool = typer.Option(False, "--follow", "-f", help="stream until the run ends; Ctrl-C stops following only"),
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+) -> None:
+    """Print (or follow) the logs of a run's current attempt."""
+    from rlhf_launch.commands import jobs as cmd
+
+    if follow:
+        _follow(run, address, token_file)
+        return
+    for chunk in cmd.logs(run, follow=False, address=address, token_file=token_file):
+        output.echo(chunk, end="")
+
+
+@app.command()
+def stop(
+    run: Optional[str] = typer.Argument(None, help="run id (default: the latest run)"),
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+    as_json: bool = JSON,
+) -> None:
+    """Stop a run's job; a stopped run is not resumed automatically."""
+    from rlhf_launch.commands import jobs as cmd
+
+    done = cmd.stop(run, address=address, token_file=token_file)
+    output.echo_json(done) if as_json else output.echo(f"stopped {done['run_id']} (job {done['job_id']}: {done['job_status']})")
+
+
+@app.command()
+def runs(token_file: Optional[str] = TOKEN_FILE, as_json: bool = JSON) -> None:
+    """List recorded runs, with status read live from Ray where reachable."""
+    from rlhf_launch import report
+    from rlhf_launch.commands import jobs as cmd
+
+    rows = cmd.list_runs(token_file=token_file)
+    output.echo_json(rows) if as_json else output.echo(report.runs_text(rows))
+
+
+@app.command()
+def checkpoints(
+    run: Optional[str] = typer.Argument(None, help="run id (default: the latest run)"),
+    ckpt_path: Optional[str] = typer.Option(None, "--ckpt-path", help="a checkpoint directory instead of a run's"),
+    local: bool = typer.Option(False, "--local", help="read on this machine only"),
+    address: Optional[str] = ADDRESS,
+    token_file: Optional[str] = TOKEN_FILE,
+    as_json: bool = JSON,
+) -> None:
+    """Show a run's OpenRLHF checkpoints; on a cluster, check every node sees the same."""
+    from rlhf_launch import report
+    from rlhf_launch.commands import jobs as cmd
+
+    data = cmd.show_checkpoints(run, ckpt_path, address=address, token_file=token_file, local=local)
+    output.echo_json(data) if as_json else output.echo(report.checkpoints_text(data))
+    if any(f["level"] == "error" for f in data["findings"]) or data["status"] == "broken":
+        raise typer.Exit(2)
+
+
+@app.command()
+def watch(
+    run: Optional[str] = typer.Argument(None, help="run id (default: the latest run)"),
+    poll: float = typer.Option(5.0, "--poll"),
+    token_file: Optional[str] = TOKEN_FILE,
+) -> None:
+    """Supervise a run in the foreground: auto-resume on failure. Re-attaches if one already runs."""
+    import time
+
+    from rlhf_launch import runs as registry
+    from rlhf_launch import supervisor
+
+    record = registry.resolve(run)
+    if supervisor.watcher_alive(record.run_id):
+        output.echo(f"{record.run_id} is watched by pid {record.watcher_pid}; following {supervisor.log_path(record.run_id)}")
+        with open(supervisor.log_path(record.run_id)) as log:
+            try:
+                while True:
+                    line = log.readline()
+                    if line:
+                        output.echo(line, end="")
+                    elif not supervisor.watcher_alive(record.run_id):
+                        break
+                    else:
+                        time.sleep(0.5)
+            except KeyboardInterrupt:
+                pass
+        return
+    final = supervisor.watch(record.run_id, poll=poll, token_file=token_file, say=output.echo)
+    raise typer.Exit(0 if final in ("SUCCEEDED", "STOPPED") else 1)
 
 
 @app.command()

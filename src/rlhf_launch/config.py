@@ -131,6 +131,13 @@ class RuntimeEnvSection(_Section):
     env_vars: dict[str, str] = {}
     excludes: list[str] = DEFAULT_EXCLUDES
 
+    @field_validator("env_vars", mode="before")
+    @classmethod
+    def _scalars_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: (str(v).lower() if isinstance(v, bool) else str(v)) if isinstance(v, (int, float, bool)) else v for k, v in value.items()}
+        return value
+
     @field_validator("env_vars")
     @classmethod
     def _no_secret(cls, value: dict[str, str]) -> dict[str, str]:

@@ -117,3 +117,71 @@ def status_text(data: dict) -> str:
     else:
         lines.append("running jobs: none")
     return "\n".join(lines)
+
+
+def submitted_text(done) -> str:
+    lines = [plan_text(done.launch)]
+    if done.live is not None:
+        lines += ["", live_text(done.live)]
+    if done.run is None:
+        lines += ["", "not submitted: fix the errors above"]
+        return "\n".join(lines)
+    run, attempt = done.run, done.attempt
+    lines += [
+        "",
+        f"submitted run {run.run_id}",
+        f"  job:       {attempt.job_id}",
+        f"  dashboard: {run.address}/#/jobs/{attempt.job_id}",
+    ]
+    if done.watcher_pid:
+        lines.append(f"  auto-resume: up to {run.auto_resume} times, watcher pid {done.watcher_pid} (rlhf-launch watch {run.run_id})")
+    lines += [
+        "next:",
+        f"  rlhf-launch logs {run.run_id} --follow",
+        f"  rlhf-launch stop {run.run_id}",
+        f"  rlhf-launch resume {run.run_id}",
+    ]
+    return "\n".join(lines)
+
+
+def resumed_text(done) -> str:
+    lines = []
+    ck = done.checkpoint
+    if ck is not None:
+        where = f"step {ck.latest_step}" if ck.latest_step is not None else "no checkpoint (fresh start)"
+        lines.append(f"checkpoint {ck.path}: {ck.status}, {where}")
+    lines += findings_text(done.findings)
+    if done.attempt is None:
+        lines.append("not resumed: fix the errors above")
+    else:
+        lines.append(f"resumed run {done.run.run_id} as attempt {done.attempt.number} (job {done.attempt.job_id})")
+        lines.append(f"  rlhf-launch logs {done.run.run_id} --follow")
+    return "\n".join(lines)
+
+
+def runs_text(rows: list[dict]) -> str:
+    if not rows:
+        return "no runs yet"
+    table = [["run", "status", "attempts", "job", "auto-resume", "watcher"]]
+    for r in rows:
+        status = r["status"] + ("" if r["live"] else " (not live)")
+        table.append([r["run_id"], status, str(r["attempts"]), r["job_id"] or "-", r["auto_resume"] or "-", "yes" if r["watcher"] else "-"])
+    return "\n".join(_table(table, indent=""))
+
+
+def checkpoints_text(data: dict) -> str:
+    lines = [f"checkpoints at {data['path']} (read on {data['checked_on']}): {data['status']}"]
+    if data.get("note"):
+        lines.append(f"  note: {data['note']}")
+    if data["latest_step"] is not None:
+        lines.append(f"  latest step: {data['latest_step']}")
+    for role, info in data["roles"].items():
+        steps = ", ".join(map(str, info["steps"])) or "none"
+        lines.append(f"  _{role}/: latest={info['latest'] or '-'}  steps: {steps}")
+        if info["problem"]:
+            lines.append(f"    problem: {info['problem']}")
+    if data["hf_steps"]:
+        lines.append(f"  HF checkpoints: {', '.join(f'global_step{s}_hf' for s in data['hf_steps'])}")
+    if data["findings"]:
+        lines += findings_text([Finding(**f) for f in data["findings"]])
+    return "\n".join(lines)

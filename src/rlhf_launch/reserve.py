@@ -8,18 +8,15 @@ stops it on Ctrl-C or overrun, and then checks that no group of that job is left
 from __future__ import annotations
 
 import json
-import shlex
 import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from rlhf_launch import probejob
 from rlhf_launch.errors import UserError
 from rlhf_launch.jobs import Jobs
 from rlhf_launch.plan import Plan
 
-MARKER = "RLHF_LAUNCH_RESULT"
 STARTUP_GRACE = 90.0
 
 
@@ -43,17 +40,6 @@ class ReserveResult:
         }
 
 
-def _probe_dir() -> str:
-    return str(Path(__file__).parent / "probes")
-
-
-def _parse(logs: str) -> dict[str, Any] | None:
-    for line in reversed(logs.splitlines()):
-        if line.startswith(MARKER + " "):
-            return json.loads(line[len(MARKER) + 1 :])
-    return None
-
-
 def leftover_groups(jobs: Jobs, job_id: str) -> int:
     """Placement groups still held (not REMOVED) that the probe's job created."""
     data = jobs.dashboard.get("/api/v0/placement_groups?limit=10000&detail=1") or {}
@@ -68,44 +54,16 @@ def check(jobs: Jobs, plan: Plan, timeout: float) -> ReserveResult:
         "groups": [{"name": g.name, "bundles": g.bundles, "packed": g.packed} for g in plan.groups],
         "timeout": timeout,
     }
-    job_id = f"rlhf-launch-reserve-{uuid.uuid4().hex[:8]}"
-    started = time.monotonic()
-    jobs.submit(
-        f"python3 reserve.py {shlex.quote(json.dumps(spec))}",
-        {"working_dir": _probe_dir()},
-        job_id,
-        {"rlhf_launch": "reserve-check"},
-    )
-    result = ReserveResult(ok=False, job_id=job_id)
-    deadline = started + timeout + STARTUP_GRACE
-    status = "PENDING"
-    try:
-        while time.monotonic() < deadline:
-            status = jobs.status(job_id)
-            if status in ("SUCCEEDED", "FAILED", "STOPPED"):
-                break
-            time.sleep(0.5)
-        else:
-            result.error = f"the reserve-check job did not finish within {timeout + STARTUP_GRACE:g}s"
-    finally:
-        if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
-            jobs.stop(job_id)
-            _wait_terminal(jobs, job_id, 30)
-    result.seconds = time.monotonic() - started
-    report = _parse(jobs.logs(job_id))
-    if report is None:
-        result.error = result.error or f"the reserve-check job ended {status} without a result"
+    probe = probejob.run(jobs, "reserve.py", json.dumps(spec), timeout + STARTUP_GRACE, "reserve")
+    result = ReserveResult(ok=False, job_id=probe.job_id, seconds=probe.seconds)
+    if probe.result is None:
+        overran = f"did not finish within {timeout + STARTUP_GRACE:g}s" if probe.timed_out else f"ended {probe.status}"
+        result.error = f"the reserve-check job {overran} without a result"
     else:
-        result.ok = bool(report["ok"])
-        result.groups = report["groups"]
-    result.leftover = _wait_released(jobs, job_id)
+        result.ok = bool(probe.result["ok"])
+        result.groups = probe.result["groups"]
+    result.leftover = _wait_released(jobs, probe.job_id)
     return result
-
-
-def _wait_terminal(jobs: Jobs, job_id: str, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and jobs.status(job_id) not in ("SUCCEEDED", "FAILED", "STOPPED"):
-        time.sleep(0.5)
 
 
 def _wait_released(jobs: Jobs, job_id: str, seconds: float = 15.0) -> int:

@@ -73,9 +73,13 @@ class FlagSet:
         """True from v0.10.2, when flags became `--section.name`."""
         return any("." in name for name in self.flags)
 
-    def parser(self) -> argparse.ArgumentParser:
-        """An argparse parser with the same flags as the release's trainer (prefix matching included)."""
-        parser = _Parser(prog=f"{TRAINER_MODULE} (openrlhf {self.version})", add_help=False)
+    def parser(self, *, as_trainer: bool = False) -> argparse.ArgumentParser:
+        """An argparse parser with the same flags as the release's trainer (prefix matching included).
+
+        as_trainer: behave exactly like the trainer's own parser (print usage, exit 2) instead of
+        raising UserError."""
+        cls = argparse.ArgumentParser if as_trainer else _Parser
+        parser = cls(prog=f"{TRAINER_MODULE} (openrlhf {self.version})", add_help=as_trainer)
         for flag in self.flags.values():
             kwargs: dict[str, Any] = {"dest": flag.dest, "action": flag.action}
             default = flag.default

@@ -1,0 +1,191 @@
+"""Stand-in for `python3 -m openrlhf.cli.train_ppo_ray` on a cluster without GPUs.
+
+- parses argv with the real flag set of the release in STANDIN_OPENRLHF_VERSION, exactly as
+  the trainer's argparse would (unknown flag: usage and exit 2);
+- reserves the placement groups the real trainer reserves, in its order (and fails instead
+  of hanging if they do not come up within STANDIN_PLACEMENT_TIMEOUT);
+- fails, as the real trainer does when its actors die with a node, when a node it holds
+  GPUs on is lost (with STANDIN_WATCH_NODES=1 it keeps one tiny actor per node, as the
+  trainer keeps its model actors, and notices in seconds);
+- "trains" STANDIN_STEPS steps of STANDIN_STEP_SECONDS, writing OpenRLHF's checkpoint layout
+  every --save_steps; with the load flag it continues from `_actor/latest`;
+- crashes at step STANDIN_CRASH_AT_STEP, STANDIN_CRASH_TIMES times over the run (counted in
+  a file under ckpt_path), to test resumes.
+Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
+"""
+
+import json
+import os
+import sys
+import time
+
+from rlhf_launch.openrlhf.flagset import load
+
+fs = load(os.environ.get("STANDIN_OPENRLHF_VERSION", "0.11.2"))
+args = fs.parser(as_trainer=True).parse_args()
+
+
+def arg(dotted, flat):
+    return getattr(args, dotted if fs.dotted else flat)
+
+
+import ray  # noqa: E402
+from ray.util.placement_group import placement_group  # noqa: E402
+
+ckpt = arg("ckpt.path", "ckpt_path")
+save_steps = arg("ckpt.save_steps", "save_steps")
+max_num = arg("ckpt.max_num", "max_ckpt_num")
+save_hf = arg("ckpt.save_hf", "save_hf_ckpt")
+load_flag = arg("ckpt.load_enable", "load_checkpoint")
+kl = arg("algo.kl.init_coef", "init_kl_coef")
+critic_on = arg("algo.advantage.estimator", "advantage_estimator") == "gae"
+remote_reward = arg("reward.remote_url", "remote_rm_url")
+colocate_all = arg("train.colocate_all", "colocate_all_models")
+colocate_ar = arg("train.colocate_actor_ref", "colocate_actor_ref")
+colocate_cr = arg("train.colocate_critic_reward", "colocate_critic_reward")
+engines = arg("vllm.num_engines", "vllm_num_engines") or 0
+tp = arg("vllm.tensor_parallel_size", "vllm_tensor_parallel_size")
+async_train = arg("train.async_enable", "async_train")
+steps = int(os.environ.get("STANDIN_STEPS", "6"))
+step_seconds = float(os.environ.get("STANDIN_STEP_SECONDS", "0.5"))
+crash_at = int(os.environ.get("STANDIN_CRASH_AT_STEP", "0"))
+crash_times = int(os.environ.get("STANDIN_CRASH_TIMES", "1"))
+placement_timeout = float(os.environ.get("STANDIN_PLACEMENT_TIMEOUT", "60"))
+
+
+def size(role):
+    return arg(f"{role}.num_nodes", f"{role}_num_nodes") * arg(f"{role}.num_gpus_per_node", f"{role}_num_gpus_per_node")
+
+
+ray.init()
+groups = []
+
+
+def reserve(n):
+    pg = placement_group([{"GPU": 1, "CPU": 1}] * n, strategy="PACK")
+    if not pg.wait(placement_timeout):
+        print(f"placement group of {n} GPUs not ready in {placement_timeout}s", flush=True)
+        sys.exit(3)
+    groups.append(pg)
+    return pg
+
+
+shared = reserve(size("actor")) if (colocate_ar or colocate_all) else None
+if engines > 0 and not (colocate_all and not async_train):
+    reserve(engines * tp)
+if shared is None:
+    reserve(size("actor"))
+if kl > 0 and shared is None:
+    reserve(size("ref"))
+pair = reserve(size("critic")) if (critic_on and colocate_cr) else (shared if colocate_all else None)
+if critic_on and pair is None:
+    reserve(size("critic"))
+if not remote_reward and pair is None:
+    reserve(size("reward"))
+gpus = sum(len(ray.util.placement_group_table(pg)["bundles_to_node_id"]) for pg in groups)
+per_group = []
+for pg in groups:
+    counts = {}
+    for node in ray.util.placement_group_table(pg)["bundles_to_node_id"].values():
+        counts[node] = counts.get(node, 0) + 1
+    per_group.append(sorted(counts.values(), reverse=True))
+print(f"reserved {len(groups)} placement groups, {gpus} GPUs", flush=True)
+
+
+seen_nodes = {node for pg in groups for node in ray.util.placement_group_table(pg)["bundles_to_node_id"].values()}
+
+
+def lost_nodes():
+    alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+    return seen_nodes - alive
+
+
+@ray.remote(num_cpus=0)
+class Holder:
+    def ping(self):
+        return os.getpid()
+
+
+holders = []
+if os.environ.get("STANDIN_WATCH_NODES") == "1":
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    placed = set()
+    for pg in groups:
+        for index, node in ray.util.placement_group_table(pg)["bundles_to_node_id"].items():
+            if node not in placed:
+                placed.add(node)
+                strategy = PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=int(index))
+                holders.append(Holder.options(scheduling_strategy=strategy).remote())
+    ray.get([h.ping.remote() for h in holders], timeout=120)
+
+
+def holders_lost():
+    try:
+        ray.get([h.ping.remote() for h in holders], timeout=30)
+        return False
+    except Exception:
+        return True
+
+
+start = 0
+actor_dir = os.path.join(ckpt, "_actor")
+if load_flag and os.path.isdir(actor_dir):
+    latest_file = os.path.join(actor_dir, "latest")
+    if not os.path.isfile(latest_file):
+        raise RuntimeError(f"{actor_dir} has no latest file")  # DeepSpeed finds nothing; OpenRLHF then fails
+    tag = open(latest_file).read().strip()
+    start = int(tag.replace("global_step", ""))
+    print(f"resumed from {tag}", flush=True)
+
+os.makedirs(ckpt, exist_ok=True)
+with open(os.path.join(ckpt, ".standin.jsonl"), "a") as record:
+    record.write(json.dumps({
+        "argv": sys.argv[1:],
+        "start_step": start,
+        "wandb_key_in_env": bool(os.environ.get("WANDB_API_KEY")),
+        "wandb_flag": arg("logger.wandb.key", "use_wandb"),
+        "gpus": gpus,
+        "nodes": len(seen_nodes),
+        "per_group": per_group,
+    }) + "\n")
+
+
+def save(step):
+    tag = f"global_step{step}"
+    roles = ["_actor"] + (["_critic"] if critic_on else [])
+    for role in roles:
+        role_dir = os.path.join(ckpt, role)
+        os.makedirs(os.path.join(role_dir, tag), exist_ok=True)
+        with open(os.path.join(role_dir, tag, "state.json"), "w") as handle:
+            json.dump({"step": step}, handle)
+        tmp = os.path.join(role_dir, ".latest.tmp")
+        with open(tmp, "w") as handle:
+            handle.write(tag)
+        os.replace(tmp, os.path.join(role_dir, "latest"))
+        kept = sorted((e for e in os.listdir(role_dir) if e.startswith("global_step")), key=lambda e: int(e[11:]))
+        for old in kept[:-max_num]:
+            import shutil
+
+            shutil.rmtree(os.path.join(role_dir, old))
+    if save_hf:
+        os.makedirs(os.path.join(ckpt, f"{tag}_hf"), exist_ok=True)
+    print(f"saved checkpoint {tag}", flush=True)
+
+
+crash_file = os.path.join(ckpt, ".standin_crashes")
+for step in range(start + 1, steps + 1):
+    time.sleep(step_seconds)
+    if holders_lost() or lost_nodes():
+        print(f"lost a node at step {step}", flush=True)
+        sys.exit(1)
+    crashes = int(open(crash_file).read()) if os.path.exists(crash_file) else 0
+    if step == crash_at and crashes < crash_times:
+        with open(crash_file, "w") as handle:
+            handle.write(str(crashes + 1))
+        print(f"injected crash at step {step}", flush=True)
+        sys.exit(1)
+    print(f"step {step}/{steps}", flush=True)
+    if save_steps > 0 and step % save_steps == 0:
+        save(step)
+print(f"training finished at step {steps}", flush=True)

@@ -1,0 +1,68 @@
+"""A worker node dies under a run: the job fails, the watcher waits for GPUs, then resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import run_cli
+from test_jobs import attempts_seen, record, standin, submit, wait_run
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def small_cluster(tmp_path_factory):
+    from ray_cluster import LocalCluster
+
+    local = LocalCluster(tmp_path_factory.mktemp("small"), workers=1)
+    try:
+        local.start()
+        yield local
+    finally:
+        local.stop()
+
+
+def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, tmp_path):
+    env = {
+        "RAY_AUTH_TOKEN_PATH": str(small_cluster.token_file),
+        "RAY_API_SERVER_ADDRESS": small_cluster.address,
+        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
+    }
+    ckpt = tmp_path / "ckpt"
+    out = submit(
+        env,
+        *standin(ckpt, steps=30, step_seconds=0.5),
+        "runtime_env.env_vars.STANDIN_WATCH_NODES='1'",
+        "runtime_env.env_vars.STANDIN_PLACEMENT_TIMEOUT='600'",  # the real trainer waits forever
+        extra=("--auto-resume", "1", "--backoff", "0", "--poll", "1"),
+        preset="llama70b-2node-hybrid",
+    )
+    run_id = out["run_id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (ckpt / "_actor" / "latest").exists():
+        time.sleep(0.5)
+    first = attempts_seen(ckpt)[0]
+    assert first["nodes"] == 2 and first["gpus"] == 16
+    os.kill(small_cluster.raylet_pid(0), signal.SIGKILL)
+    log_file = tmp_path / "state" / "runs" / f"{run_id}.watch.log"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and "waiting for the cluster to have 16 GPUs again" not in log_file.read_text():
+        time.sleep(1)
+    # the watcher waits for the GPUs instead of leaving an attempt hung at placement
+    assert "waiting for the cluster to have 16 GPUs again" in log_file.read_text()
+    assert record(env, run_id)["attempts"][0]["status"] == "FAILED"
+    small_cluster.add_worker()
+    row = wait_run(env, run_id, ("SUCCEEDED", "GAVE_UP"), timeout=240)
+    assert row["status"] == "SUCCEEDED", log_file.read_text()
+    rec = record(env, run_id)
+    statuses = [a["status"] for a in rec["attempts"]]
+    assert statuses[0] == "FAILED" and statuses[-1] == "SUCCEEDED"
+    assert set(statuses[1:-1]) <= {"SUPERSEDED"}  # an attempt sent before Ray noticed the loss
+    assert sum(a["reason"] == "auto-resume" for a in rec["attempts"]) == 1
+    last = attempts_seen(ckpt)[-1]
+    assert last["start_step"] >= 2 and last["argv"][-1] == "--ckpt.load_enable" and last["nodes"] == 2
