@@ -185,16 +185,22 @@ class LocalCluster:
         code, data = self.api("/api/v0/placement_groups?limit=10000&detail=1")
         return data["data"]["result"]["result"] if code == 200 else []
 
+    def gpus_used(self) -> float | None:
+        code, data = self.api("/api/cluster_status?format=0")
+        if code != 200:
+            return None
+        usage = data["data"]["clusterStatus"]["loadMetricsReport"]["usageByNode"] or {}
+        return sum(u.get("GPU", [0, 0])[0] for u in usage.values())
+
     def wait_free(self, gpus: float, timeout: float = 60) -> None:
         def free() -> bool:
-            code, data = self.api("/api/cluster_status?format=0")
-            if code != 200:
-                return False
-            usage = data["data"]["clusterStatus"]["loadMetricsReport"]["usageByNode"] or {}
-            used = sum(u.get("GPU", [0, 0])[0] for u in usage.values())
-            return self.gpus * (1 + self.workers) - used >= gpus
+            used = self.gpus_used()
+            return used is not None and self.gpus * (1 + self.workers) - used >= gpus
 
         self._wait(free, timeout, f"{gpus} free GPUs")
+
+    def wait_used(self, gpus: float, timeout: float = 60) -> None:
+        self._wait(lambda: (self.gpus_used() or 0) >= gpus, timeout, f"{gpus} GPUs in use")
 
     # ------------------------------------------------------------- faults
     def raylet_pid(self, worker: int) -> int:

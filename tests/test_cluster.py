@@ -129,7 +129,7 @@ def test_busy_gpus_make_a_role_not_fit(cluster, cli_env):
         deadline = time.monotonic() + 90
         while "held" not in jobs.logs(job) and time.monotonic() < deadline:
             time.sleep(0.5)
-        time.sleep(2)  # let the usage report catch up
+        cluster.wait_used(20)  # the usage report lags the reservation by a moment
         done = run_cli("plan", "llama70b-4node", "--cluster", "--json", env=cli_env)
         assert done.returncode == 2
         errors = [f for f in json.loads(done.stdout)["live"]["findings"] if f["level"] == "error"]

@@ -45,6 +45,15 @@ class ModelsSection(_Section):
     reward: str | None = None
     critic: str | None = None
     reward_remote_url: str | None = None
+    # The actor's shape, for the memory estimate, when models.actor is neither a local
+    # directory with config.json nor a known model (see rlhf_launch/shapes.py).
+    params_billion: float | None = Field(None, gt=0)
+    layers: PositiveInt | None = None
+    hidden: PositiveInt | None = None
+    intermediate: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    vocab: PositiveInt | None = None
 
 
 class RolePlacement(_Section):

@@ -9,6 +9,7 @@ from typing import Any
 from rlhf_launch import command, rules
 from rlhf_launch.config import LaunchConfig
 from rlhf_launch.findings import Finding, errors
+from rlhf_launch.memory import MemoryReport, estimate
 from rlhf_launch.openrlhf import dialect
 from rlhf_launch.openrlhf.flagset import FlagSet, resolve
 from rlhf_launch.plan import Plan, build_plan
@@ -23,6 +24,7 @@ class Launch:
     argv: list[str]
     spec: command.JobSpec
     findings: list[Finding]
+    memory: MemoryReport | None = None
     secret: str | None = field(default=None, repr=False)
 
     @property
@@ -77,6 +79,9 @@ class Launch:
             "findings": [f.as_dict() for f in self.findings],
             "ok": self.ok,
         }
+        if self.memory is not None:
+            out["memory"] = self.memory.as_json()
+            out["host_gib_per_node"] = {k: round(v, 1) for k, v in self.memory.host_per_node.items()}
         return out
 
 
@@ -94,11 +99,13 @@ def prepare(
     plan = build_plan(cfg, dialect.extras(cfg, flags))
     use_wandb = bool(secret and cfg.logging.wandb.project)
     rendered = dialect.render(cfg, plan, flags, wandb=use_wandb, load_checkpoint=load_checkpoint)
+    memory = estimate(cfg, plan)
     findings = [
         *rendered.findings,
         *rules.check(cfg, plan, flags, wandb_key_present=secret is not None),
+        *memory.findings,
     ]
     if not errors(findings):
         flags.parse(rendered.argv)  # the release's own parser must accept every token
     spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None)
-    return Launch(cfg, flags, plan, rendered.argv, spec, findings, secret)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, secret)

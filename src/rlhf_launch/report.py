@@ -41,6 +41,29 @@ def pretty_command(launch: Launch) -> str:
     return "\n".join(lines)
 
 
+def memory_text(memory) -> list[str]:
+    """Per-role GPU GiB by part, the peak of what shares those GPUs, and host GiB per node."""
+    lines = [f"memory per GPU (GiB, of {memory.gpu_limit:g}):"]
+    rows = [["role", "parts", "own", "peak", "headroom"]]
+    for r in memory.roles:
+        group = memory.group_of(r.role)
+        peak = group.peak if group else r.gpu
+        shared = f" ({'+'.join(group.roles)}, {group.peak_phase})" if group and len(group.roles) > 1 else ""
+        parts = " ".join(f"{k} {v:.1f}" for k, v in r.parts.items())
+        head = 1 - peak / memory.gpu_limit
+        rows.append([r.role, parts, f"{r.gpu:.1f}", f"{peak:.1f}{shared}", f"{head:.0%}"])
+    lines += _table(rows)
+    for r in memory.roles:
+        for note in r.notes:
+            lines.append(f"  {r.role}: {note}")
+    if memory.host_per_node:
+        busiest = max(memory.host_per_node.values())
+        limit = f" of {memory.host_limit:g}" if memory.host_limit else " (cluster.host_memory_gb not set)"
+        per_node = ", ".join(f"{v:.0f}" for v in memory.host_per_node.values())
+        lines.append(f"  host RAM per node (GiB): {per_node}; busiest {busiest:.0f}{limit}")
+    return lines
+
+
 def plan_text(launch: Launch) -> str:
     plan, cfg = launch.plan, launch.cfg
     lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
@@ -64,6 +87,8 @@ def plan_text(launch: Launch) -> str:
         f"  colocation:  {colocate}",
         "",
     ]
+    if launch.memory is not None and launch.memory.roles:
+        lines += memory_text(launch.memory) + [""]
     lines += findings_text(launch.findings)
     lines += ["", "command:" if launch.ok else "command (not runnable until the errors above are fixed):"]
     lines += ["  " + line for line in pretty_command(launch).splitlines()]
