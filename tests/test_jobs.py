@@ -201,7 +201,7 @@ def test_auto_resume_survives_one_crash_and_finishes(cluster, cli_env, ckpt):
     out = submit(cli_env, *standin(ckpt, steps=8, crash_at=5), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1"))
     run_id = out["run_id"]
     assert out["watcher_pid"]
-    row = wait_run(cli_env, run_id, ("SUCCEEDED", "GAVE_UP", "FAILED"))
+    row = wait_run(cli_env, run_id, ("SUCCEEDED", "GAVE_UP"))  # FAILED is passing: the watcher resumes
     assert row["status"] == "SUCCEEDED"
     rec = record(cli_env, run_id)
     assert [a["status"] for a in rec["attempts"]] == ["FAILED", "SUCCEEDED"]

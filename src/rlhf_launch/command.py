@@ -7,9 +7,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from rlhf_launch.config import SECRET_ENV, LaunchConfig
+from rlhf_launch.config import LaunchConfig
 from rlhf_launch.openrlhf.flagset import TRAINER_MODULE
-from rlhf_launch.secrets import redact_env
+from rlhf_launch.secrets import SECRET_ENV, redact_env
 
 PYTHON = "python3"
 

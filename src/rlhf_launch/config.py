@@ -17,11 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 from pydantic import field_validator
 
 from rlhf_launch.errors import UserError
+from rlhf_launch.secrets import SECRET_ENV
 
 Colocation = Literal["actor_ref", "critic_reward", "all"]
 ROLES = ("actor", "critic", "ref", "reward")
 DEFAULT_EXCLUDES = ["ckpt/", "checkpoints/", "*.safetensors", "*.pt", "*.bin", ".git"]
-SECRET_ENV = "WANDB_API_KEY"
 
 
 class _Section(BaseModel):

@@ -15,6 +15,10 @@ from rlhf_launch.errors import UserError
 DEFAULT_TIMEOUT = 5.0
 
 
+class NotFound(UserError):
+    """HTTP 404 from the dashboard."""
+
+
 def normalize(address: str) -> str:
     address = address.strip().rstrip("/")
     if "://" not in address:
@@ -65,7 +69,9 @@ class Dashboard:
                 f"the cluster at {self.address} rejected the Ray auth token from {source}",
                 hint="use the token the head printed at `rlhf-launch up --head`",
             )
-        text = exc.read().decode(errors="replace")[:300] if exc.fp else ""
+        text = exc.read().decode(errors="replace")[:500] if exc.fp else ""
+        if exc.code == 404:
+            return NotFound(f"not found on the Ray dashboard {self.address}: {exc.url}")
         return UserError(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()}")
 
     def get(self, path: str) -> Any:

@@ -9,6 +9,7 @@ trainer waits forever. Each of OpenRLHF's groups is placed only after the previo
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -55,39 +56,35 @@ def _score(node: NodeFree) -> float:
     return score
 
 
-def _best(nodes: list[NodeFree]) -> NodeFree | None:
-    best, best_score = None, -1.0
-    for node in nodes:
-        score = _score(node)
-        if score >= 0 and (best is None or score > best_score):
-            best, best_score = node, score
-    return best
-
-
 def _pack(bundles: int, nodes: list[NodeFree]) -> dict[str, int] | None:
-    candidates = list(nodes)
+    """Ray's loop picks the best-scoring node, fills it and drops it. Nodes not picked keep
+    their score while one group is placed, so visiting them once in score order (stable:
+    ties in node order) is the same walk in O(n log n)."""
+    order = sorted((n for n in nodes if _score(n) >= 0), key=_score, reverse=True)
     remaining, taken = bundles, {}
-    while remaining:
-        node = _best(candidates)
-        if node is None:
-            return None
+    for node in order:
+        if not remaining:
+            break
         count = min(remaining, _units(node))
         taken[node.node_id] = count
         remaining -= count
-        candidates.remove(node)
-    return taken
+    return None if remaining else taken
 
 
 def _one_by_one(bundles: int, nodes: list[NodeFree]) -> dict[str, int] | None:
-    trial = [NodeFree(n.node_id, n.ip, n.gpus, n.cpus) for n in nodes]
+    """Separate single-GPU actors, each on the best-scoring node at that moment."""
+    heap = [(-_score(n), i, NodeFree(n.node_id, n.ip, n.gpus, n.cpus)) for i, n in enumerate(nodes) if _score(n) >= 0]
+    heapq.heapify(heap)
     taken: dict[str, int] = {}
     for _ in range(bundles):
-        node = _best(trial)
-        if node is None:
+        if not heap:
             return None
+        _, i, node = heapq.heappop(heap)
         node.gpus -= 1
         node.cpus -= 1
         taken[node.node_id] = taken.get(node.node_id, 0) + 1
+        if _score(node) >= 0:
+            heapq.heappush(heap, (-_score(node), i, node))
     return taken
 
 
@@ -103,6 +100,7 @@ def split_engines(per_node: dict[str, int], chunk: int, order: list[str]) -> int
 def simulate(groups: tuple[GroupPlan, ...] | list[GroupPlan], nodes: list[NodeFree]) -> Simulation:
     """Place each group in order on a copy of `nodes`; stop at the first that cannot be placed."""
     free = [NodeFree(n.node_id, n.ip, n.gpus, n.cpus) for n in nodes]
+    by_id = {n.node_id: n for n in free}
     order = [n.node_id for n in free]
     result = Simulation()
     for group in groups:
@@ -110,10 +108,9 @@ def simulate(groups: tuple[GroupPlan, ...] | list[GroupPlan], nodes: list[NodeFr
         if per_node is None:
             result.placements.append(GroupPlacement(group, {}, placed=False))
             break
-        for node in free:
-            used = per_node.get(node.node_id, 0)
-            node.gpus -= used
-            node.cpus -= used
+        for node_id, used in per_node.items():
+            by_id[node_id].gpus -= used
+            by_id[node_id].cpus -= used
         result.placements.append(
             GroupPlacement(group, per_node, placed=True, split_engines=split_engines(per_node, group.chunk, order))
         )

@@ -44,8 +44,7 @@ def leftover_groups(jobs: Jobs, job_id: str) -> int:
     """Placement groups still held (not REMOVED) that the probe's job created."""
     data = jobs.dashboard.get("/api/v0/placement_groups?limit=10000&detail=1") or {}
     rows = data.get("data", {}).get("result", {}).get("result", []) or []
-    info = jobs.client.get_job_info(job_id)
-    ray_job = getattr(info, "job_id", None)
+    ray_job = jobs.info(job_id).job_id
     return sum(1 for r in rows if r.get("state") != "REMOVED" and (ray_job is None or r.get("creator_job_id") == ray_job))
 
 

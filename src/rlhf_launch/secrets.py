@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from rlhf_launch.config import SECRET_ENV
-
+SECRET_ENV = "WANDB_API_KEY"
 REDACTED = "<redacted>"
 
 

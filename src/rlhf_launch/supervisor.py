@@ -99,7 +99,7 @@ def watch(
 def _supersede(run_id: str, jobs: Jobs, job_id: str, reason: str) -> None:
     try:
         jobs.stop(job_id)
-    except Exception:
+    except UserError:
         pass
 
     def change(record) -> None:

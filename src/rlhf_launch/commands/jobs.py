@@ -57,16 +57,17 @@ def stop(run_id: str | None, *, address: str | None, token_file: str | None, wai
     attempt = run.current
     status = "NONE"
     if attempt is not None:
-        try:
-            jobs.stop(attempt.job_id)
-        except Exception as exc:  # the job may be gone already
-            if "does not exist" not in str(exc):
-                raise
-        end = time.monotonic() + wait
-        status = jobs.status(attempt.job_id)
-        while status not in TERMINAL and time.monotonic() < end:
-            time.sleep(0.5)
+        if jobs.stop(attempt.job_id):
+            end = time.monotonic() + wait
             status = jobs.status(attempt.job_id)
+            while status not in TERMINAL and time.monotonic() < end:
+                time.sleep(0.5)
+                status = jobs.status(attempt.job_id)
+        else:
+            try:
+                status = jobs.status(attempt.job_id)  # already over
+            except UserError:
+                status = "LOST"
         lifecycle.observe(runs.load(run.run_id), jobs)
     return {"run_id": run.run_id, "job_id": attempt.job_id if attempt else None, "job_status": status, "status": "STOPPED"}
 

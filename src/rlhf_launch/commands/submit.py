@@ -59,7 +59,7 @@ def run(
     live = preflight.run(launch, target, token_file, reserve=reserve, reserve_timeout=reserve_timeout)
     if any(f.level == "error" for f in live.findings):
         return Submitted(launch, live)
-    jobs = Jobs(target, auth.find_token(token_file=token_file))
+    jobs = Jobs(target, auth.find_token(token_file=token_file), checked=True)
     record = lifecycle.new_run(launch, jobs.address, str(presets.resolve(config)), overrides, auto_resume, backoff)
     attempt = lifecycle.submit_attempt(jobs, record.run_id, launch, "submit", load_checkpoint=False)
     pid = supervisor.spawn(record.run_id, poll, token_file) if auto_resume > 0 else None

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Speed of the launcher itself, side by side with Ray's own CLI, measured in one run.
+
+Every figure is a median over interleaved repetitions (A, B, A, B, ...), compared with a
+reference measured in the same run. Output: one line per figure, `name value unit`.
+
+    python bench/run.py                    # everything (starts a local 4-node Ray cluster)
+    python bench/run.py --only cli,preflight --reps 7
+    python bench/run.py --only submit,auto_resume --reps 5
+
+Figures and targets:
+  help_vs_ray_help         rlhf-launch --help / ray --help                     <= 0.35
+  plan_vs_ray_help         rlhf-launch plan llama70b-8node --json / ray --help <= 0.5
+  plan_vs_python           the same plan / python -c pass                      (context)
+  submit_vs_ray_submit     rlhf-launch submit (preflight included) /
+                           ray job submit --no-wait of the same job            <= 1.0
+  preflight_*              preflight on simulated 1, 64, 1024-node snapshots;
+                           *_per_node_growth is time per node relative to the
+                           smaller size (1.0 = linear)                         <= ~1.5
+  auto_resume_latency      trainer job FAILED -> resubmitted attempt RUNNING   <= poll + 2 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "src"))
+
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+
+
+def say(name: str, value: float, unit: str) -> None:
+    print(f"{name} {value:.4g} {unit}", flush=True)
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY" and not k.startswith("RAY_")}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
+    env.update(extra or {})
+    return env
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} failed: {done.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def interleaved(commands: dict[str, list[str]], reps: int, env: dict[str, str]) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for name, argv in commands.items():  # warm the page cache once
+        timed(argv, env)
+    for _ in range(reps):
+        for name, argv in commands.items():
+            samples[name].append(timed(argv, env))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def bench_cli(reps: int) -> None:
+    env = clean_env()
+    launcher = [str(BIN / "rlhf-launch")]
+    medians = interleaved(
+        {
+            "launcher_help": [*launcher, "--help"],
+            "ray_help": [str(BIN / "ray"), "--help"],
+            "plan": [*launcher, "plan", "configs/llama70b-8node.yaml", "--json"],
+            "python_pass": [PYTHON, "-c", "pass"],
+        },
+        reps,
+        env,
+    )
+    say("launcher_help_s", medians["launcher_help"], "s")
+    say("ray_help_s", medians["ray_help"], "s")
+    say("plan_s", medians["plan"], "s")
+    say("python_pass_s", medians["python_pass"], "s")
+    say("help_vs_ray_help", medians["launcher_help"] / medians["ray_help"], "ratio(target<=0.35)")
+    say("plan_vs_ray_help", medians["plan"] / medians["ray_help"], "ratio(target<=0.5)")
+    say("plan_vs_python", medians["plan"] / medians["python_pass"], "ratio")
+    code = "import sys, runpy; sys.argv=['rlhf-launch','plan','configs/llama70b-8node.yaml','--json']\n"
+    code += "from rlhf_launch.cli import main\nimport contextlib, io\n"
+    code += "with contextlib.redirect_stdout(io.StringIO()): main(sys.argv[1:])\nprint('ray' in sys.modules)"
+    imported = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env).stdout.strip()
+    say("plan_imports_ray", 1.0 if imported == "True" else 0.0, "bool(target=0)")
+
+
+def _snapshot(nodes: int):
+    from rlhf_launch.snapshot import Node, Snapshot
+
+    return Snapshot(
+        address="http://sim",
+        ray_version="2.55.0",
+        nodes=tuple(Node(f"node{i:05d}", f"10.{i // 250}.{i % 250}.1", i == 0, 8.0, 8.0, 64.0, 64.0) for i in range(nodes)),
+    )
+
+
+def _scaled_plan(nodes: int):
+    """A layout that fills the cluster: actor and critic a quarter each, ref and reward an
+    eighth, vLLM (TP 4) the last quarter."""
+    from rlhf_launch.config import load_config
+    from rlhf_launch.plan import build_plan
+
+    quarter, eighth = max(1, nodes // 4), max(1, nodes // 8)
+    cfg = load_config(
+        ROOT / "configs" / "llama70b-8node.yaml",
+        [
+            f"cluster.nodes={nodes}",
+            f"placement.actor.nodes={quarter}",
+            f"placement.critic.nodes={quarter}",
+            f"placement.ref.nodes={eighth}",
+            f"placement.reward.nodes={eighth}",
+            f"placement.vllm.engines={max(1, nodes * 2 // 4)}",
+        ],
+    )
+    return build_plan(cfg)
+
+
+def bench_preflight(reps: int) -> None:
+    from rlhf_launch import preflight
+    from rlhf_launch.config import load_config
+    from rlhf_launch.plan import build_plan
+
+    fixed = build_plan(load_config(ROOT / "configs" / "llama70b-8node.yaml"))
+    sizes = (1, 64, 1024)
+    snapshots = {n: _snapshot(n) for n in sizes}
+    scaled = {n: _scaled_plan(n) for n in (64, 1024)}
+
+    def per_call(plan, snap) -> float:
+        loops = max(3, 2000 // len(snap.nodes))
+        samples = []
+        for _ in range(max(5, reps)):
+            start = time.perf_counter()
+            for _ in range(loops):
+                preflight.check(plan, snap, "2.55.0", "2.55.0")
+            samples.append((time.perf_counter() - start) / loops)
+        return statistics.median(samples)
+
+    fixed_times = {n: per_call(fixed, snapshots[n]) for n in sizes}
+    for n in sizes:
+        say(f"preflight_{n}_nodes_us", fixed_times[n] * 1e6, "us")
+    say("preflight_64_vs_1_per_node_growth", (fixed_times[64] / 64) / fixed_times[1], "ratio(1=linear)")
+    say("preflight_1024_vs_64_per_node_growth", (fixed_times[1024] / 1024) / (fixed_times[64] / 64), "ratio(1=linear)")
+    scaled_times = {n: per_call(scaled[n], snapshots[n]) for n in (64, 1024)}
+    say("preflight_full_64_nodes_us", scaled_times[64] * 1e6, "us")
+    say("preflight_full_1024_nodes_us", scaled_times[1024] * 1e6, "us")
+    say("preflight_full_1024_vs_64_per_node_growth", (scaled_times[1024] / 1024) / (scaled_times[64] / 64), "ratio(1=linear)")
+
+
+def _standin(ckpt: Path, **env: str) -> list[str]:
+    out = [
+        f"checkpoint.ckpt_path={ckpt}",
+        f"checkpoint.save_path={ckpt}-final",
+        "checkpoint.save_steps=1",
+        f"runtime_env.env_vars.PYTHONPATH={ROOT / 'tests' / 'standin'}",
+        "runtime_env.env_vars.STANDIN_OPENRLHF_VERSION='0.11.2'",
+    ]
+    return out + [f"runtime_env.env_vars.{k}='{v}'" for k, v in env.items()]
+
+
+class _Cluster:
+    def __init__(self, workdir: Path):
+        from ray_cluster import LocalCluster
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.local = LocalCluster(workdir, workers=3)
+
+    def __enter__(self):
+        self.local.start()
+        from rlhf_launch.auth import find_token
+        from rlhf_launch.jobs import Jobs
+
+        self.jobs = Jobs(self.local.address, find_token(token_file=str(self.local.token_file)))
+        return self
+
+    def __exit__(self, *exc):
+        self.local.stop()
+
+    def env(self, home: Path) -> dict[str, str]:
+        return clean_env({"RAY_AUTH_TOKEN_PATH": str(self.local.token_file), "RAY_API_SERVER_ADDRESS": self.local.address, "RLHF_LAUNCH_HOME": str(home)})
+
+    def settle(self) -> None:
+        for job in self.jobs.list():
+            if job.status in ("PENDING", "RUNNING"):
+                self.jobs.stop(job.submission_id)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(j.status in ("PENDING", "RUNNING") for j in self.jobs.list()):
+            time.sleep(0.3)
+        self.local.wait_free(32)
+
+
+def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
+    env = cluster.env(work / "state")
+    ckpt = work / "ckpt-submit"
+    overrides = _standin(ckpt, STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
+    plan = json.loads(subprocess.run([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+    ours = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
+    ray_env = {**env, "RAY_AUTH_MODE": "token"}
+    theirs = [
+        str(BIN / "ray"), "job", "submit", "--address", cluster.local.address, "--no-wait",
+        "--runtime-env-json", json.dumps(plan["runtime_env"]), "--", plan["entrypoint"],
+    ]
+    samples = {"ours": [], "ray": []}
+    cluster.settle()
+    for argv, e in ((ours, env), (theirs, ray_env)):  # warm-up
+        timed(argv, e)
+        cluster.settle()
+    for _ in range(reps):
+        for name, argv, e in (("ours", ours, env), ("ray", theirs, ray_env)):
+            samples[name].append(timed(argv, e))
+            cluster.settle()
+    ours_s, ray_s = statistics.median(samples["ours"]), statistics.median(samples["ray"])
+    say("submit_s", ours_s, "s")
+    say("ray_job_submit_s", ray_s, "s")
+    say("submit_vs_ray_submit", ours_s / ray_s, "ratio(target<=1.0)")
+
+
+def bench_auto_resume(cluster: _Cluster, reps: int, work: Path, poll: float = 1.0) -> None:
+    latencies = []
+    for rep in range(reps):
+        cluster.settle()
+        env = cluster.env(work / f"state-ar{rep}")
+        ckpt = work / f"ckpt-ar{rep}"
+        argv = [
+            str(BIN / "rlhf-launch"), "submit", "tiny-1node",
+            *_standin(ckpt, STANDIN_STEPS="3", STANDIN_STEP_SECONDS="0.2", STANDIN_CRASH_AT_STEP="2", STANDIN_CRASH_TIMES="1"),
+            "--auto-resume", "1", "--backoff", "0", "--poll", str(poll), "--json",
+        ]
+        out = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+        first, second = out["job_id"], f"{out['run_id']}-2"
+        deadline = time.monotonic() + 180
+        running_at = None
+        while time.monotonic() < deadline:
+            try:
+                info = cluster.jobs.info(second)
+            except Exception:
+                time.sleep(0.05)
+                continue
+            if info.status in ("RUNNING", "SUCCEEDED", "FAILED"):
+                running_at = time.time()
+                break
+            time.sleep(0.05)
+        failed = cluster.jobs.info(first)
+        if running_at is None or failed.end_time is None:
+            raise SystemExit(f"auto-resume did not resubmit within 180s (attempt 1: {failed.status})")
+        latencies.append(running_at - failed.end_time)
+    say("auto_resume_latency_s", statistics.median(latencies), f"s(target<={poll + 2:g})")
+    say("auto_resume_latency_max_s", max(latencies), "s")
+    say("auto_resume_poll_s", poll, "s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
+    parser.add_argument("--only", default="cli,preflight,submit,auto_resume", help="comma-separated parts")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    if "cli" in parts:
+        bench_cli(args.reps)
+    if "preflight" in parts:
+        bench_preflight(args.reps)
+    if parts & {"submit", "auto_resume"}:
+        with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
+            if "submit" in parts:
+                bench_submit(cluster, max(5, args.reps), Path(tmp))
+            if "auto_resume" in parts:
+                bench_auto_resume(cluster, max(5, args.reps // 2 + 2), Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The README's two set-up commands and CI stay in step."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import CONFIGS, ROOT
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    first_block = re.search(r"```(?:bash)?\n(.*?)```", text, re.S).group(1)
+    return [line for line in first_block.splitlines() if line.strip()]
+
+
+def test_readme_opens_with_exactly_two_setup_commands():
+    install, test = readme_commands()
+    assert install.startswith("pip install -e '.[test]' && rlhf-launch plan configs/")
+    preset = install.split("configs/")[1].split()[0]
+    assert (CONFIGS / preset).is_file()
+    assert test == "python -m pytest -q"
+
+
+def test_ci_runs_the_readme_test_command_after_installing():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    _, test = readme_commands()
+    assert test in ci
+    assert any("pip install" in line and ".[test]" in line for line in ci)
+    assert ci.index(test) > next(i for i, line in enumerate(ci) if ".[test]" in line)
