@@ -62,7 +62,7 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 
 def interleaved(commands: dict[str, list[str]], reps: int, env: dict[str, str]) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in commands}
-    for name, argv in commands.items():  # warm the page cache once
+    for argv in commands.values():  # warm the page cache once
         timed(argv, env)
     for _ in range(reps):
         for name, argv in commands.items():

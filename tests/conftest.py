@@ -11,6 +11,21 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 PRESETS = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
 
+# The 70B layout widely published for 4 nodes: 40 GPUs.
+PUBLISHED_40 = """\
+name: published-70b
+cluster: {nodes: 4, gpus_per_node: 8}
+models: {actor: meta-llama/Llama-2-70b-chat-hf, reward: some/rm}
+data: {prompt_dataset: OpenRLHF/prompt-collection-v0.1}
+placement:
+  actor: {nodes: 1, gpus_per_node: 8}
+  critic: {nodes: 1, gpus_per_node: 8}
+  ref: {nodes: 1, gpus_per_node: 8}
+  reward: {nodes: 1, gpus_per_node: 8}
+  vllm: {engines: 2, tensor_parallel_size: 4}
+deepspeed: {zero_stage: 3, adam_offload: true, gradient_checkpointing: true}
+"""
+
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None):
     """Run the installed CLI in a fresh interpreter, as a user would."""

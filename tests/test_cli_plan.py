@@ -9,23 +9,9 @@ import sys
 
 import pytest
 
-from conftest import CONFIGS, ROOT, run_cli
+from conftest import CONFIGS, PUBLISHED_40, ROOT, run_cli
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
-
-PUBLISHED_40 = """\
-name: published-70b
-cluster: {nodes: 4, gpus_per_node: 8}
-models: {actor: meta-llama/Llama-2-70b-chat-hf, reward: some/rm}
-data: {prompt_dataset: OpenRLHF/prompt-collection-v0.1}
-placement:
-  actor: {nodes: 1, gpus_per_node: 8}
-  critic: {nodes: 1, gpus_per_node: 8}
-  ref: {nodes: 1, gpus_per_node: 8}
-  reward: {nodes: 1, gpus_per_node: 8}
-  vllm: {engines: 2, tensor_parallel_size: 4}
-deepspeed: {zero_stage: 3, adam_offload: true, gradient_checkpointing: true}
-"""
 
 
 @pytest.mark.parametrize("preset,gpus", [("llama70b-4node", 32), ("llama70b-8node", 64), ("llama70b-2node-hybrid", 16), ("tiny-1node", 8)])

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import PUBLISHED_40, run_cli
 from ray_cluster import free_port
 
 pytestmark = pytest.mark.cluster
-
-PUBLISHED_40 = """\
-name: published-70b
-cluster: {nodes: 4, gpus_per_node: 8}
-models: {actor: a, reward: r}
-data: {prompt_dataset: p}
-placement:
-  actor: {nodes: 1, gpus_per_node: 8}
-  critic: {nodes: 1, gpus_per_node: 8}
-  ref: {nodes: 1, gpus_per_node: 8}
-  reward: {nodes: 1, gpus_per_node: 8}
-  vllm: {engines: 2, tensor_parallel_size: 4}
-"""
 
 
 def test_status_shows_four_nodes_and_32_gpus(cluster, cli_env):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 
 import pytest
 
-from conftest import run_cli
 from test_jobs import attempts_seen, record, standin, submit, wait_run
 
 pytestmark = pytest.mark.cluster

@@ -6,7 +6,6 @@ import pytest
 
 from rlhf_launch.config import validate
 from rlhf_launch.launch import prepare
-from rlhf_launch.openrlhf.flagset import load
 
 
 def cfg(**sections):

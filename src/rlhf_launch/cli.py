@@ -305,13 +305,16 @@ def up(
         object_store_memory=object_store_memory,
         block=block,
         extra=tuple(ray_args or ()),
+        auth=not no_auth,
+        token_file=token_file,
+        ib_hca=ib_hca,
+        socket_ifname=socket_ifname,
         port=port,
         dashboard_host=dashboard_host,
         dashboard_port=dashboard_port,
     )
     notify = output.echo_json if as_json else (lambda info: output.echo(report.up_text(info)))
-    code = cmd.run(opts, use_auth=not no_auth, token_file=token_file, ib_hca=ib_hca, socket_ifname=socket_ifname, notify=notify)
-    raise typer.Exit(code)
+    raise typer.Exit(cmd.run(opts, notify))
 
 
 @app.command()
@@ -341,6 +344,10 @@ def join(
         object_store_memory=object_store_memory,
         block=block,
         extra=tuple(ray_args or ()),
+        auth=not no_auth,
+        token_file=token_file,
+        ib_hca=ib_hca,
+        socket_ifname=socket_ifname,
         head_ip=head_ip,
         port=port,
     )
@@ -351,8 +358,7 @@ def join(
         else:
             output.echo(f"joined the Ray cluster at {info['head']} (token from {info['token_source']})")
 
-    code = cmd.run(opts, use_auth=not no_auth, token_file=token_file, ib_hca=ib_hca, socket_ifname=socket_ifname, notify=notify)
-    raise typer.Exit(code)
+    raise typer.Exit(cmd.run(opts, notify))
 
 
 @app.command()

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rlhf_launch.auth import Token
 from rlhf_launch.errors import UserError
 
 START_TIMEOUT = 120.0
@@ -83,6 +82,14 @@ class NodeOptions:
     object_store_memory: int | None = None
     block: bool = False
     extra: tuple[str, ...] = ()
+    auth: bool = True
+    token_file: str | None = None
+    ib_hca: str | None = None
+    socket_ifname: str | None = None
+
+    @property
+    def nccl_env(self) -> dict[str, str]:
+        return nccl_env(self.ib_hca, self.socket_ifname)
 
 
 @dataclass(frozen=True)

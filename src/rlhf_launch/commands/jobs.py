@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from rlhf_launch import auth, checkpoints, lifecycle, runs, supervisor
+from rlhf_launch import auth, lifecycle, runs, supervisor
 from rlhf_launch.commands.resume import discover
 from rlhf_launch.errors import UserError
 from rlhf_launch.jobs import TERMINAL, Jobs

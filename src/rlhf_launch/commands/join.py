@@ -10,32 +10,24 @@ from rlhf_launch import auth, cluster
 from rlhf_launch.errors import UserError
 
 
-def run(
-    opts: cluster.WorkerOptions,
-    *,
-    use_auth: bool = True,
-    token_file: str | None = None,
-    ib_hca: str | None = None,
-    socket_ifname: str | None = None,
-    notify: Callable[[dict[str, Any]], None],
-) -> int:
+def run(opts: cluster.WorkerOptions, notify: Callable[[dict[str, Any]], None]) -> int:
     cluster.check_node_ip(opts.node_ip_address)
     token = None
-    if use_auth:
-        token = auth.find_token(os.environ, token_file)
+    if opts.auth:
+        token = auth.find_token(os.environ, opts.token_file)
         if token is None:
             raise UserError(
                 "no Ray auth token on this node",
                 hint=f"copy the head's token to {auth.token_path()} or pass --token-file (or set RAY_AUTH_TOKEN)",
             )
-    env = {**auth.ray_env(token, use_auth), **cluster.nccl_env(ib_hca, socket_ifname)}
+    env = {**auth.ray_env(token, opts.auth), **opts.nccl_env}
     cluster.check_head(opts.head_ip, opts.port, env)
     args = cluster.worker_args(opts)
     info = {
         "head": f"{opts.head_ip}:{opts.port}",
-        "auth": use_auth,
+        "auth": opts.auth,
         "token_source": token.source if token else None,
-        "nccl_env": cluster.nccl_env(ib_hca, socket_ifname),
+        "nccl_env": opts.nccl_env,
         "blocking": opts.block,
     }
     if opts.block:

@@ -3,7 +3,7 @@ simulation, and optionally a real reservation of the placement groups."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rlhf_launch import auth, preflight, snapshot
@@ -18,7 +18,6 @@ class Live:
     snapshot: snapshot.Snapshot
     findings: list[Finding]
     reserve: Any = None  # reserve.ReserveResult
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         out = {"cluster": self.snapshot.as_json(), "findings": [f.as_dict() for f in self.findings]}

@@ -34,21 +34,13 @@ def _probe(url: str, token: auth.Token | None) -> Callable[[], bool]:
     return ready
 
 
-def run(
-    opts: cluster.HeadOptions,
-    *,
-    use_auth: bool = True,
-    token_file: str | None = None,
-    ib_hca: str | None = None,
-    socket_ifname: str | None = None,
-    notify: Callable[[dict[str, Any]], None],
-) -> int:
+def run(opts: cluster.HeadOptions, notify: Callable[[dict[str, Any]], None]) -> int:
     cluster.check_node_ip(opts.node_ip_address)
-    cluster.check_dashboard_exposure(opts.dashboard_host, use_auth)
+    cluster.check_dashboard_exposure(opts.dashboard_host, opts.auth)
     token, created = (None, False)
-    if use_auth:
-        token, created = auth.ensure_token(auth.token_path(os.environ, token_file))
-    env = {**auth.ray_env(token, use_auth), **cluster.nccl_env(ib_hca, socket_ifname)}
+    if opts.auth:
+        token, created = auth.ensure_token(auth.token_path(os.environ, opts.token_file))
+    env = {**auth.ray_env(token, opts.auth), **opts.nccl_env}
     args = cluster.head_args(opts)
     local_url = f"http://127.0.0.1:{opts.dashboard_port}" if opts.dashboard_host in ("0.0.0.0", "::") else None
     url = local_url or _dashboard_url(opts, opts.node_ip_address or "127.0.0.1")
@@ -80,21 +72,21 @@ def run(
         join += ["--token-file", str(token.path)]
     else:
         join += ["--no-auth"]
-    if ib_hca:
-        join += ["--ib-hca", ib_hca]
-    if socket_ifname:
-        join += ["--socket-ifname", socket_ifname]
+    if opts.ib_hca:
+        join += ["--ib-hca", opts.ib_hca]
+    if opts.socket_ifname:
+        join += ["--socket-ifname", opts.socket_ifname]
     notify(
         {
             "head_ip": head_ip,
             "port": opts.port,
             "dashboard": _dashboard_url(opts, head_ip),
             "dashboard_host": opts.dashboard_host,
-            "auth": use_auth,
+            "auth": opts.auth,
             "token_path": str(token.path) if token else None,
             "token_created": created,
             "join_command": shlex.join(join),
-            "nccl_env": cluster.nccl_env(ib_hca, socket_ifname),
+            "nccl_env": opts.nccl_env,
             "ray_version": snapshot.ray_version,
             "gpus": snapshot.gpus,
             "blocking": opts.block,
