@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 
 import pytest
 
+from conftest import run_cli
 from test_jobs import attempts_seen, record, standin, submit, wait_run
 
 pytestmark = pytest.mark.cluster
@@ -64,3 +66,35 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
     assert sum(a["reason"] == "auto-resume" for a in rec["attempts"]) == 1
     last = attempts_seen(ckpt)[-1]
     assert last["start_step"] >= 2 and last["argv"][-1] == "--ckpt.load_enable" and last["nodes"] == 2
+
+
+def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):
+    """The run record, not Ray's job table, is the source of truth."""
+    from ray_cluster import LocalCluster
+
+    env = {
+        "RAY_AUTH_TOKEN_PATH": str(small_cluster.token_file),
+        "RAY_API_SERVER_ADDRESS": small_cluster.address,
+        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
+    }
+    ckpt = tmp_path / "ckpt"
+    small_cluster.wait_free(16)
+    run_id = submit(env, *standin(ckpt, steps=6, crash_at=5))["run_id"]
+    wait_run(env, run_id, ("FAILED",))
+    small_cluster.stop()  # the whole cluster goes away, job table and all
+    (tmp_path / "new").mkdir()
+    fresh = LocalCluster(tmp_path / "new", workers=0)
+    try:
+        fresh.start()
+        new_env = {**env, "RAY_AUTH_TOKEN_PATH": str(fresh.token_file), "RAY_API_SERVER_ADDRESS": fresh.address}
+        done = run_cli("resume", run_id, "--address", fresh.address, "--json", env=new_env, timeout=240)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["checkpoint"]["latest_step"] == 4
+        row = wait_run(new_env, run_id, ("SUCCEEDED", "FAILED"))
+        assert row["status"] == "SUCCEEDED"
+        rec = record(env, run_id)
+        assert rec["address"] == fresh.address
+        assert [a["status"] for a in rec["attempts"]] == ["FAILED", "SUCCEEDED"]
+        assert attempts_seen(ckpt)[-1]["start_step"] == 4
+    finally:
+        fresh.stop()

@@ -190,6 +190,8 @@ def runs_text(rows: list[dict]) -> str:
     table = [["run", "status", "attempts", "job", "auto-resume", "watcher"]]
     for r in rows:
         status = r["status"] + ("" if r["live"] else " (not live)")
+        if r["watcher"] and r["status"] in ("FAILED", "LOST", "WAITING", "SUPERSEDED"):
+            status += " (resuming)"
         table.append([r["run_id"], status, str(r["attempts"]), r["job_id"] or "-", r["auto_resume"] or "-", "yes" if r["watcher"] else "-"])
     return "\n".join(_table(table, indent=""))
 

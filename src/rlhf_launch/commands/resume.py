@@ -7,6 +7,7 @@ from typing import Any
 
 from rlhf_launch import auth, checkpoints, lifecycle, probejob, runs
 from rlhf_launch.commands import preflight
+from rlhf_launch.dashboard import normalize
 from rlhf_launch.errors import UserError
 from rlhf_launch.findings import Finding
 from rlhf_launch.jobs import Jobs
@@ -53,8 +54,8 @@ def run(
     token_file: str | None,
 ) -> Resumed:
     record = runs.resolve(run_id)
-    if address:
-        record.address = address
+    if address and address != record.address:  # the cluster moved (restarted elsewhere)
+        record = runs.update(record.run_id, lambda r: setattr(r, "address", normalize(address)))
     jobs = Jobs(record.address, auth.find_token(token_file=token_file))
     record = lifecycle.observe(record, jobs)
     current = record.current
