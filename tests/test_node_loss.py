@@ -27,12 +27,12 @@ def small_cluster(tmp_path_factory):
         local.stop()
 
 
+def env_for(cluster, home) -> dict[str, str]:
+    return {"RAY_AUTH_TOKEN_PATH": str(cluster.token_file), "RAY_API_SERVER_ADDRESS": cluster.address, "RLHF_LAUNCH_HOME": str(home)}
+
+
 def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, tmp_path):
-    env = {
-        "RAY_AUTH_TOKEN_PATH": str(small_cluster.token_file),
-        "RAY_API_SERVER_ADDRESS": small_cluster.address,
-        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
-    }
+    env = env_for(small_cluster, tmp_path / "state")
     ckpt = tmp_path / "ckpt"
     out = submit(
         env,
@@ -72,11 +72,7 @@ def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):
     """The run record, not Ray's job table, is the source of truth."""
     from ray_cluster import LocalCluster
 
-    env = {
-        "RAY_AUTH_TOKEN_PATH": str(small_cluster.token_file),
-        "RAY_API_SERVER_ADDRESS": small_cluster.address,
-        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
-    }
+    env = env_for(small_cluster, tmp_path / "state")
     ckpt = tmp_path / "ckpt"
     small_cluster.wait_free(16)
     run_id = submit(env, *standin(ckpt, steps=6, crash_at=5))["run_id"]
@@ -86,7 +82,7 @@ def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):
     fresh = LocalCluster(tmp_path / "new", workers=0)
     try:
         fresh.start()
-        new_env = {**env, "RAY_AUTH_TOKEN_PATH": str(fresh.token_file), "RAY_API_SERVER_ADDRESS": fresh.address}
+        new_env = env_for(fresh, tmp_path / "state")
         done = run_cli("resume", run_id, "--address", fresh.address, "--json", env=new_env, timeout=240)
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout)["checkpoint"]["latest_step"] == 4
