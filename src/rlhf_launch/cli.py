@@ -274,23 +274,39 @@ def watch(
     raise typer.Exit(0 if final in ("SUCCEEDED", "STOPPED") else 1)
 
 
+# Options `up` and `join` share.
+NUM_GPUS = typer.Option(None, "--num-gpus", help="GPUs of this node (default: what it has)")
+NUM_CPUS = typer.Option(None, "--num-cpus")
+NODE_IP = typer.Option(None, "--node-ip-address", help="this node's address (default: detected)")
+IB_HCA = typer.Option(None, "--ib-hca", help="NCCL_IB_HCA for every process, e.g. mlx5_0")
+SOCKET_IFNAME = typer.Option(None, "--socket-ifname", help="NCCL_SOCKET_IFNAME, e.g. ib0")
+OBJECT_STORE = typer.Option(None, "--object-store-memory", help="bytes")
+NO_AUTH = typer.Option(False, "--no-auth", help="turn Ray token auth off (not recommended)")
+BLOCK = typer.Option(False, "--block", help="stay in the foreground (containers); Ctrl-C stops Ray")
+RAY_ARGS = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False)
+
+
+def _node_options(cls, *, ray_args, no_auth, **given):
+    return cls(extra=tuple(ray_args or ()), auth=not no_auth, **given)
+
+
 @app.command()
 def up(
     head: bool = typer.Option(False, "--head", help="start the head node (required)"),
-    num_gpus: Optional[int] = typer.Option(None, "--num-gpus", help="GPUs of this node (default: what it has)"),
-    num_cpus: Optional[int] = typer.Option(None, "--num-cpus"),
+    num_gpus: Optional[int] = NUM_GPUS,
+    num_cpus: Optional[int] = NUM_CPUS,
     port: int = typer.Option(6379, "--port", help="GCS port workers join"),
     dashboard_port: int = typer.Option(8265, "--dashboard-port"),
     dashboard_host: str = typer.Option("127.0.0.1", "--dashboard-host", help="address the dashboard and job API bind"),
-    node_ip_address: Optional[str] = typer.Option(None, "--node-ip-address", help="this node's address (default: detected)"),
-    ib_hca: Optional[str] = typer.Option(None, "--ib-hca", help="NCCL_IB_HCA for every process, e.g. mlx5_0"),
-    socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname", help="NCCL_SOCKET_IFNAME, e.g. ib0"),
-    object_store_memory: Optional[int] = typer.Option(None, "--object-store-memory", help="bytes"),
-    no_auth: bool = typer.Option(False, "--no-auth", help="turn Ray token auth off (not recommended)"),
+    node_ip_address: Optional[str] = NODE_IP,
+    ib_hca: Optional[str] = IB_HCA,
+    socket_ifname: Optional[str] = SOCKET_IFNAME,
+    object_store_memory: Optional[int] = OBJECT_STORE,
+    no_auth: bool = NO_AUTH,
     token_file: Optional[str] = typer.Option(None, "--token-file", help="token file to use or create (default ~/.ray/auth_token)"),
-    block: bool = typer.Option(False, "--block", help="stay in the foreground (containers); Ctrl-C stops Ray"),
+    block: bool = BLOCK,
     as_json: bool = JSON,
-    ray_args: Optional[List[str]] = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False),
+    ray_args: Optional[List[str]] = RAY_ARGS,
 ) -> None:
     """Start the Ray head on this node: token auth on, dashboard on 127.0.0.1."""
     from rlhf_launch import cluster, report
@@ -298,14 +314,15 @@ def up(
 
     if not head:
         raise UserError("up starts the head node: pass --head", hint="workers use: rlhf-launch join HEAD_IP")
-    opts = cluster.HeadOptions(
+    opts = _node_options(
+        cluster.HeadOptions,
+        ray_args=ray_args,
+        no_auth=no_auth,
         num_gpus=num_gpus,
         num_cpus=num_cpus,
         node_ip_address=node_ip_address,
         object_store_memory=object_store_memory,
         block=block,
-        extra=tuple(ray_args or ()),
-        auth=not no_auth,
         token_file=token_file,
         ib_hca=ib_hca,
         socket_ifname=socket_ifname,
@@ -320,31 +337,32 @@ def up(
 @app.command()
 def join(
     head_ip: str = typer.Argument(..., help="the head node's address"),
-    port: int = typer.Option(6379, "--port"),
-    num_gpus: Optional[int] = typer.Option(None, "--num-gpus"),
-    num_cpus: Optional[int] = typer.Option(None, "--num-cpus"),
-    node_ip_address: Optional[str] = typer.Option(None, "--node-ip-address"),
-    ib_hca: Optional[str] = typer.Option(None, "--ib-hca"),
-    socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname"),
-    object_store_memory: Optional[int] = typer.Option(None, "--object-store-memory"),
+    port: int = typer.Option(6379, "--port", help="the head's GCS port"),
+    num_gpus: Optional[int] = NUM_GPUS,
+    num_cpus: Optional[int] = NUM_CPUS,
+    node_ip_address: Optional[str] = NODE_IP,
+    ib_hca: Optional[str] = IB_HCA,
+    socket_ifname: Optional[str] = SOCKET_IFNAME,
+    object_store_memory: Optional[int] = OBJECT_STORE,
     token_file: Optional[str] = typer.Option(None, "--token-file", help="the head's token (default: RAY_AUTH_TOKEN, ~/.ray/auth_token)"),
-    no_auth: bool = typer.Option(False, "--no-auth"),
-    block: bool = typer.Option(False, "--block"),
+    no_auth: bool = NO_AUTH,
+    block: bool = BLOCK,
     as_json: bool = JSON,
-    ray_args: Optional[List[str]] = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False),
+    ray_args: Optional[List[str]] = RAY_ARGS,
 ) -> None:
     """Start a Ray worker on this node and join it to the head."""
     from rlhf_launch import cluster
     from rlhf_launch.commands import join as cmd
 
-    opts = cluster.WorkerOptions(
+    opts = _node_options(
+        cluster.WorkerOptions,
+        ray_args=ray_args,
+        no_auth=no_auth,
         num_gpus=num_gpus,
         num_cpus=num_cpus,
         node_ip_address=node_ip_address,
         object_store_memory=object_store_memory,
         block=block,
-        extra=tuple(ray_args or ()),
-        auth=not no_auth,
         token_file=token_file,
         ib_hca=ib_hca,
         socket_ifname=socket_ifname,

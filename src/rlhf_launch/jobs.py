@@ -133,6 +133,17 @@ class Jobs:
                 pass
             loop.close()
 
+    def wait_terminal(self, submission_id: str, seconds: float, interval: float = 0.3) -> str:
+        """The job's status once it ends, or when `seconds` have passed."""
+        import time
+
+        end = time.monotonic() + seconds
+        status = self.status(submission_id)
+        while status not in TERMINAL and time.monotonic() < end:
+            time.sleep(interval)
+            status = self.status(submission_id)
+        return status
+
     def stop(self, submission_id: str) -> bool:
         try:
             return bool((self.dashboard.post(f"/api/jobs/{submission_id}/stop", {}) or {}).get("stopped"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rlhf_launch import command, rules
@@ -25,7 +25,6 @@ class Launch:
     spec: command.JobSpec
     findings: list[Finding]
     memory: MemoryReport | None = None
-    secret: str | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -108,4 +107,4 @@ def prepare(
     if not errors(findings):
         flags.parse(rendered.argv)  # the release's own parser must accept every token
     spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None)
-    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, secret)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory)

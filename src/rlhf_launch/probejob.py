@@ -37,15 +37,6 @@ def _parse(logs: str) -> Any:
     return None
 
 
-def wait_terminal(jobs: Jobs, job_id: str, seconds: float) -> str:
-    end = time.monotonic() + seconds
-    status = jobs.status(job_id)
-    while status not in TERMINAL and time.monotonic() < end:
-        time.sleep(0.3)
-        status = jobs.status(job_id)
-    return status
-
-
 def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str) -> ProbeRun:
     job_id = f"rlhf-launch-{kind}-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
@@ -53,11 +44,11 @@ def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str) -> P
     jobs.submit(f"python3 -c {shlex.quote(source)} {shlex.quote(argument)}", {}, job_id, {"rlhf_launch": kind})
     status, timed_out = "PENDING", False
     try:
-        status = wait_terminal(jobs, job_id, deadline)
+        status = jobs.wait_terminal(job_id, deadline)
         timed_out = status not in TERMINAL
     finally:
         if status not in TERMINAL:
             jobs.stop(job_id)
-            status = wait_terminal(jobs, job_id, 30)
+            status = jobs.wait_terminal(job_id, 30)
     logs = jobs.logs(job_id)
     return ProbeRun(job_id, status, _parse(logs), time.monotonic() - started, logs, timed_out)

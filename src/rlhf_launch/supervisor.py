@@ -170,7 +170,7 @@ def _loop(run_id: str, poll: float, token_file: str | None, say: Callable[[str],
             if delay:
                 say(f"backing off {delay:g}s before resume {used + 1}/{run.auto_resume}")
                 time.sleep(delay)
-            if not _wait_capacity(run, jobs, poll, say, capacity_wait):
+            if not _wait_capacity(run.run_id, needed, jobs, poll, say, capacity_wait):
                 runs.update(run_id, lambda r: setattr(r, "status", "GAVE_UP"))
                 return "GAVE_UP"
             try:
@@ -188,8 +188,7 @@ def _loop(run_id: str, poll: float, token_file: str | None, say: Callable[[str],
         time.sleep(poll)
 
 
-def _wait_capacity(run, jobs: Jobs, poll: float, say: Callable[[str], None], limit: float) -> bool:
-    needed = lifecycle.launch_for(run, load_checkpoint=True).plan.gpus_required
+def _wait_capacity(run_id: str, needed: int, jobs: Jobs, poll: float, say: Callable[[str], None], limit: float) -> bool:
     end = time.monotonic() + limit
     told = False
     while True:
@@ -203,7 +202,7 @@ def _wait_capacity(run, jobs: Jobs, poll: float, say: Callable[[str], None], lim
         if not told:
             say(f"waiting for the cluster to have {needed} GPUs again (alive nodes have {have:g})")
             told = True
-        if time.monotonic() > end or runs.load(run.run_id).stopped_by_user:
+        if time.monotonic() > end or runs.load(run_id).stopped_by_user:
             say(f"gave up waiting for {needed} GPUs after {limit:g}s")
             return False
         time.sleep(poll)

@@ -9,7 +9,7 @@ from typing import Any
 from rlhf_launch import auth, lifecycle, runs, supervisor
 from rlhf_launch.commands.resume import discover
 from rlhf_launch.errors import UserError
-from rlhf_launch.jobs import TERMINAL, Jobs
+from rlhf_launch.jobs import Jobs
 from rlhf_launch.runs import Run
 
 
@@ -58,11 +58,7 @@ def stop(run_id: str | None, *, address: str | None, token_file: str | None, wai
     status = "NONE"
     if attempt is not None:
         if jobs.stop(attempt.job_id):
-            end = time.monotonic() + wait
-            status = jobs.status(attempt.job_id)
-            while status not in TERMINAL and time.monotonic() < end:
-                time.sleep(0.5)
-                status = jobs.status(attempt.job_id)
+            status = jobs.wait_terminal(attempt.job_id, wait)
         else:
             try:
                 status = jobs.status(attempt.job_id)  # already over
