@@ -91,14 +91,14 @@ def bench_cli(reps: int) -> None:
     say("plan_vs_ray_help", medians["plan"] / medians["ray_help"], "ratio(target<=0.5)")
     say("plan_vs_python", medians["plan"] / medians["python_pass"], "ratio")
     code = "import sys, runpy; sys.argv=['rlhf-launch','plan','configs/llama70b-8node.yaml','--json']\n"
-    code += "from rlhf_launch.cli import main\nimport contextlib, io\n"
+    code += "from rlhf_launch.cli.app import main\nimport contextlib, io\n"
     code += "with contextlib.redirect_stdout(io.StringIO()): main(sys.argv[1:])\nprint('ray' in sys.modules)"
     imported = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env).stdout.strip()
     say("plan_imports_ray", 1.0 if imported == "True" else 0.0, "bool(target=0)")
 
 
 def _snapshot(nodes: int):
-    from rlhf_launch.snapshot import Node, Snapshot
+    from rlhf_launch.cluster.snapshot import Node, Snapshot
 
     return Snapshot(
         address="http://sim",
@@ -110,8 +110,8 @@ def _snapshot(nodes: int):
 def _scaled_plan(nodes: int):
     """A layout that fills the cluster: actor and critic a quarter each, ref and reward an
     eighth, vLLM (TP 4) the last quarter."""
-    from rlhf_launch.config import load_config
-    from rlhf_launch.plan import build_plan
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.core.plan import build_plan
 
     quarter, eighth = max(1, nodes // 4), max(1, nodes // 8)
     cfg = load_config(
@@ -129,9 +129,9 @@ def _scaled_plan(nodes: int):
 
 
 def bench_preflight(reps: int) -> None:
-    from rlhf_launch import preflight
-    from rlhf_launch.config import load_config
-    from rlhf_launch.plan import build_plan
+    from rlhf_launch.cluster import preflight
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.core.plan import build_plan
 
     fixed = build_plan(load_config(ROOT / "configs" / "llama70b-8node.yaml"))
     sizes = (1, 64, 1024)
@@ -179,22 +179,21 @@ class _Cluster:
 
     def __enter__(self):
         self.local.start()
-        from rlhf_launch.auth import find_token
-        from rlhf_launch.jobs import Jobs
-
-        self.jobs = Jobs(self.local.address, find_token(token_file=str(self.local.token_file)))
+        self.jobs = self.local.jobs()
         return self
 
     def __exit__(self, *exc):
         self.local.stop()
 
     def env(self, home: Path) -> dict[str, str]:
-        return clean_env({"RAY_AUTH_TOKEN_PATH": str(self.local.token_file), "RAY_API_SERVER_ADDRESS": self.local.address, "RLHF_LAUNCH_HOME": str(home)})
+        return clean_env(
+            {"RAY_AUTH_TOKEN_PATH": str(self.local.token_file), "RAY_API_SERVER_ADDRESS": self.local.address, "RLHF_LAUNCH_HOME": str(home)}
+        )
 
     def settle(self) -> None:
         for job in self.jobs.list():
             if job.status in ("PENDING", "RUNNING"):
-                self.jobs.stop(job.submission_id)
+                self.jobs.stop(job.job_id)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(j.status in ("PENDING", "RUNNING") for j in self.jobs.list()):
             time.sleep(0.3)
@@ -205,12 +204,24 @@ def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
     env = cluster.env(work / "state")
     ckpt = work / "ckpt-submit"
     overrides = _standin(ckpt, STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
-    plan = json.loads(subprocess.run([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+    plan = json.loads(
+        subprocess.run(
+            [str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], capture_output=True, text=True, env=env, cwd=ROOT
+        ).stdout
+    )
     ours = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
     ray_env = {**env, "RAY_AUTH_MODE": "token"}
     theirs = [
-        str(BIN / "ray"), "job", "submit", "--address", cluster.local.address, "--no-wait",
-        "--runtime-env-json", json.dumps(plan["runtime_env"]), "--", plan["entrypoint"],
+        str(BIN / "ray"),
+        "job",
+        "submit",
+        "--address",
+        cluster.local.address,
+        "--no-wait",
+        "--runtime-env-json",
+        json.dumps(plan["runtime_env"]),
+        "--",
+        plan["entrypoint"],
     ]
     samples = {"ours": [], "ray": []}
     cluster.settle()
@@ -234,9 +245,17 @@ def bench_auto_resume(cluster: _Cluster, reps: int, work: Path, poll: float = 1.
         env = cluster.env(work / f"state-ar{rep}")
         ckpt = work / f"ckpt-ar{rep}"
         argv = [
-            str(BIN / "rlhf-launch"), "submit", "tiny-1node",
+            str(BIN / "rlhf-launch"),
+            "submit",
+            "tiny-1node",
             *_standin(ckpt, STANDIN_STEPS="3", STANDIN_STEP_SECONDS="0.2", STANDIN_CRASH_AT_STEP="2", STANDIN_CRASH_TIMES="1"),
-            "--auto-resume", "1", "--backoff", "0", "--poll", str(poll), "--json",
+            "--auto-resume",
+            "1",
+            "--backoff",
+            "0",
+            "--poll",
+            str(poll),
+            "--json",
         ]
         out = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout)
         first, second = out["job_id"], f"{out['run_id']}-2"

@@ -71,4 +71,8 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def cli_env(cluster):
     """Environment for launcher commands against the test cluster."""
-    return {"RAY_AUTH_TOKEN_PATH": str(cluster.token_file), "RAY_API_SERVER_ADDRESS": cluster.address, "RLHF_LAUNCH_HOME": str(cluster.workdir / "state")}
+    return {
+        "RAY_AUTH_TOKEN_PATH": str(cluster.token_file),
+        "RAY_API_SERVER_ADDRESS": cluster.address,
+        "RLHF_LAUNCH_HOME": str(cluster.workdir / "state"),
+    }

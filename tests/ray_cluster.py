@@ -81,10 +81,14 @@ class LocalCluster:
     # ------------------------------------------------------------- start
     def _node_ports(self) -> list[str]:
         return [
-            "--dashboard-agent-listen-port", str(free_port()),
-            "--metrics-export-port", str(free_port()),
-            "--runtime-env-agent-port", str(free_port()),
-            "--dashboard-agent-grpc-port", str(free_port()),
+            "--dashboard-agent-listen-port",
+            str(free_port()),
+            "--metrics-export-port",
+            str(free_port()),
+            "--runtime-env-agent-port",
+            str(free_port()),
+            "--dashboard-agent-grpc-port",
+            str(free_port()),
         ]
 
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
@@ -100,17 +104,31 @@ class LocalCluster:
         self.procs.append(proc)
         return proc
 
-    def start(self, timeout: float = 180) -> "LocalCluster":
+    def start(self, timeout: float = 180) -> LocalCluster:
         head = [
-            "up", "--head", "--block", "--json",
-            "--node-ip-address", self.head_ip,
-            "--port", str(self.gcs_port),
-            "--dashboard-port", str(self.dashboard_port),
-            "--num-gpus", str(self.gpus), "--num-cpus", str(self.cpus),
-            "--object-store-memory", str(OBJECT_STORE),
-            "--token-file", str(self.token_file),
+            "up",
+            "--head",
+            "--block",
+            "--json",
+            "--node-ip-address",
+            self.head_ip,
+            "--port",
+            str(self.gcs_port),
+            "--dashboard-port",
+            str(self.dashboard_port),
+            "--num-gpus",
+            str(self.gpus),
+            "--num-cpus",
+            str(self.cpus),
+            "--object-store-memory",
+            str(OBJECT_STORE),
+            "--token-file",
+            str(self.token_file),
             *self.extra_up,
-            "--", "--ray-client-server-port", str(free_port()), *self._node_ports(),
+            "--",
+            "--ray-client-server-port",
+            str(free_port()),
+            *self._node_ports(),
         ]
         proc = self._spawn(head, "head.log")
         self._wait(lambda: self.head_info() is not None, timeout, "head", proc)
@@ -122,14 +140,24 @@ class LocalCluster:
     def add_worker(self, gpus: int | None = None) -> subprocess.Popen:
         index = len(self.worker_procs)
         args = [
-            "join", self.head_ip, "--block",
-            "--port", str(self.gcs_port),
-            "--node-ip-address", f"127.0.0.{3 + index}",
-            "--num-gpus", str(gpus if gpus is not None else self.gpus), "--num-cpus", str(self.cpus),
-            "--object-store-memory", str(OBJECT_STORE),
-            "--token-file", str(self.token_file),
+            "join",
+            self.head_ip,
+            "--block",
+            "--port",
+            str(self.gcs_port),
+            "--node-ip-address",
+            f"127.0.0.{3 + index}",
+            "--num-gpus",
+            str(gpus if gpus is not None else self.gpus),
+            "--num-cpus",
+            str(self.cpus),
+            "--object-store-memory",
+            str(OBJECT_STORE),
+            "--token-file",
+            str(self.token_file),
             *self.extra_up,
-            "--", *self._node_ports(),
+            "--",
+            *self._node_ports(),
         ]
         proc = self._spawn(args, f"worker{index}.log")
         self.worker_procs.append(proc)
@@ -160,6 +188,12 @@ class LocalCluster:
     def token(self) -> str:
         return self.token_file.read_text().strip()
 
+    def jobs(self):
+        """The launcher's job client for this cluster."""
+        from rlhf_launch.cluster.connection import Cluster
+
+        return Cluster.at(self.address, str(self.token_file)).jobs
+
     def api(self, path: str, token: str | None = "default") -> tuple[int, object]:
         headers = {}
         value = self.token() if token == "default" else token
@@ -185,17 +219,22 @@ class LocalCluster:
         code, data = self.api("/api/v0/placement_groups?limit=10000&detail=1")
         return data["data"]["result"]["result"] if code == 200 else []
 
-    def gpus_used(self) -> float | None:
+    def used(self, resource: str) -> float | None:
         code, data = self.api("/api/cluster_status?format=0")
         if code != 200:
             return None
         usage = data["data"]["clusterStatus"]["loadMetricsReport"]["usageByNode"] or {}
-        return sum(u.get("GPU", [0, 0])[0] for u in usage.values())
+        return sum(u.get(resource, [0, 0])[0] for u in usage.values())
+
+    def gpus_used(self) -> float | None:
+        return self.used("GPU")
 
     def wait_free(self, gpus: float, timeout: float = 60) -> None:
+        """`gpus` GPUs free, and no CPU held by a task of an earlier test (a bundle needs both)."""
+
         def free() -> bool:
-            used = self.gpus_used()
-            return used is not None and self.gpus * (1 + self.workers) - used >= gpus
+            used, cpus = self.gpus_used(), self.used("CPU")
+            return used is not None and cpus is not None and self.gpus * (1 + self.workers) - used >= gpus and cpus < 0.5
 
         self._wait(free, timeout, f"{gpus} free GPUs")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlhf_launch.checkpoints import compare_nodes, parse, read_local, resume_findings
+from rlhf_launch.runs.checkpoints import compare_nodes, parse, read_local, resume_findings
 
 
 def make(root, steps=(2, 4), latest="global_step4", critic=True, hf=(4,)):

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from rlhf_launch.openrlhf import releases
+
 from conftest import CONFIGS, PUBLISHED_40, ROOT, run_cli
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
@@ -21,7 +23,7 @@ def test_plan_json_of_presets(preset, gpus):
     out = json.loads(done.stdout)
     assert out["gpus_required"] == gpus and out["cluster_gpus"] == gpus
     assert [f for f in out["findings"] if f["level"] == "error"] == []
-    assert out["openrlhf_version"] == "0.11.2"
+    assert out["openrlhf_version"] == releases.DEFAULT
     assert out["entrypoint"].startswith("python3 -m openrlhf.cli.train_ppo_ray ")
     assert out["entrypoint"].split()[3:] == out["trainer_argv"]
     assert {r["role"] for r in out["roles"]} >= {"actor", "critic", "ref", "reward", "vllm"}
@@ -89,7 +91,7 @@ def test_submit_dry_run_prints_the_plan_without_a_cluster():
 def _no_ray(args: list[str]) -> dict:
     code = (
         "import sys, json, io, contextlib\n"
-        "from rlhf_launch.cli import main\n"
+        "from rlhf_launch.cli.app import main\n"
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         f"    rc = main({args!r})\n"
@@ -102,7 +104,12 @@ def _no_ray(args: list[str]) -> dict:
 
 @pytest.mark.parametrize(
     "args",
-    [["--help"], ["plan", "configs/llama70b-4node.yaml"], ["plan", "configs/llama70b-8node.yaml", "--json"], ["submit", "tiny-1node", "--dry-run"]],
+    [
+        ["--help"],
+        ["plan", "configs/llama70b-4node.yaml"],
+        ["plan", "configs/llama70b-8node.yaml", "--json"],
+        ["submit", "tiny-1node", "--dry-run"],
+    ],
 )
 def test_help_and_plan_do_not_import_ray(args):
     got = _no_ray(args)
@@ -149,4 +156,5 @@ def test_presets_init_and_versions(tmp_path):
     again = run_cli("init", "tiny-1node", str(tmp_path / "mine.yaml"))
     assert again.returncode == 2 and "already exists" in again.stderr
     versions = json.loads(run_cli("versions", "--json").stdout)
-    assert versions["default"] == "0.11.2" and "0.8.0" in versions["versions"]
+    assert versions["default"] == releases.DEFAULT and "0.8.0" in versions["versions"]
+    assert versions["newest"] == versions["versions"][-1]

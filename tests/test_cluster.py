@@ -101,12 +101,9 @@ def test_published_layout_is_refused_naming_role_and_numbers(cluster, cli_env, w
 
 def test_busy_gpus_make_a_role_not_fit(cluster, cli_env):
     """Hold 20 GPUs with a job; the 4-node layout then fails at the role Ray could not place."""
-    from rlhf_launch.auth import find_token
-    from rlhf_launch.jobs import Jobs
-
-    jobs = Jobs(cluster.address, find_token(token_file=str(cluster.token_file)))
+    jobs = cluster.jobs()
     hold = (
-        "python3 -c \"import ray, time; ray.init(); "
+        'python3 -c "import ray, time; ray.init(); '
         "pg = ray.util.placement_group([{'GPU': 1, 'CPU': 1}] * 20, strategy='PACK'); ray.get(pg.ready()); "
         "print('held', flush=True); time.sleep(300)\""
     )
@@ -152,10 +149,7 @@ def test_reserve_check_fails_within_its_timeout_and_frees_everything(cluster, cl
 
 
 def test_ray_processes_carry_the_infiniband_settings(cluster):
-    from rlhf_launch.auth import find_token
-    from rlhf_launch.jobs import Jobs
-
-    jobs = Jobs(cluster.address, find_token(token_file=str(cluster.token_file)))
+    jobs = cluster.jobs()
     code = (
         "import os, json, ray; ray.init(); "
         "f = ray.remote(num_cpus=0.01)(lambda: {k: os.environ.get(k) for k in ('NCCL_IB_HCA', 'NCCL_SOCKET_IFNAME', 'NCCL_IB_DISABLE')}); "
@@ -177,7 +171,9 @@ def test_join_with_a_wrong_token_fails_within_seconds(cluster, tmp_path):
     bad = tmp_path / "bad"
     bad.write_text("e" * 64)
     started = time.monotonic()
-    done = run_cli("join", "127.0.0.2", "--port", str(cluster.gcs_port), "--token-file", str(bad), "--node-ip-address", "127.0.0.9", "--num-gpus", "1")
+    done = run_cli(
+        "join", "127.0.0.2", "--port", str(cluster.gcs_port), "--token-file", str(bad), "--node-ip-address", "127.0.0.9", "--num-gpus", "1"
+    )
     assert done.returncode == 2
     assert "rejected this node's auth token" in done.stderr
     assert time.monotonic() - started < 15

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
+from rlhf_launch.cluster import node as cluster
+
 from conftest import run_cli
-from rlhf_launch import cluster
 
 
 def test_dashboard_on_the_network_without_auth_is_refused():
@@ -37,7 +38,7 @@ def test_ray_start_arguments():
 
 
 def test_token_is_created_private_and_reused(tmp_path):
-    from rlhf_launch import auth
+    from rlhf_launch.cluster import auth
 
     path = tmp_path / "dir" / "token"
     first, created = auth.ensure_token(path)
@@ -53,7 +54,9 @@ def test_token_is_created_private_and_reused(tmp_path):
 def test_down_runs_ray_stop(tmp_path):
     fake = tmp_path / "ray"
     record = tmp_path / "args.json"
-    fake.write_text(f"#!{sys.executable}\nimport json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\nprint('Stopped all 5 Ray processes.')\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\nprint('Stopped all 5 Ray processes.')\n"
+    )
     fake.chmod(0o755)
     done = run_cli("down", "--force", env={"RLHF_LAUNCH_RAY": str(fake)})
     assert done.returncode == 0, done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlhf_launch.config import DEFAULT_EXCLUDES, apply_overrides, load_config, parse_override
+from rlhf_launch.core.config import DEFAULT_EXCLUDES, apply_overrides, load_config, parse_override
 from rlhf_launch.errors import UserError
 
 BASE = """\

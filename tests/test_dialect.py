@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CONFIGS, PRESETS
-from rlhf_launch.config import load_config, validate
-from rlhf_launch.launch import prepare
+from rlhf_launch.core.config import load_config, validate
+from rlhf_launch.core.flags import render
+from rlhf_launch.core.launch import prepare
+from rlhf_launch.core.plan import build_plan
 from rlhf_launch.openrlhf import dialect
 from rlhf_launch.openrlhf.flagset import Flag, FlagSet, load, supported_versions
-from rlhf_launch.plan import build_plan
+
+from conftest import CONFIGS, PRESETS
 
 
 def flags_in(argv):
@@ -97,9 +99,13 @@ def test_load_flag_per_dialect():
 
 def test_extra_args_are_checked_against_the_release():
     base = load_config(CONFIGS / "tiny-1node.yaml")
-    ok = prepare(base.model_copy(update={"extra_args": {"vllm.enforce_eager": True, "rollout.temperature": 0.7, "actor.adam.betas": [0.9, 0.99]}}), version="0.11.2", environ={})
+    ok = prepare(
+        base.model_copy(update={"extra_args": {"vllm.enforce_eager": True, "rollout.temperature": 0.7, "actor.adam.betas": [0.9, 0.99]}}),
+        version="0.11.2",
+        environ={},
+    )
     assert ok.ok
-    assert "--vllm.enforce_eager" in ok.argv and ["--actor.adam.betas", "0.9", "0.99"] == ok.argv[ok.argv.index("--actor.adam.betas"):][:3]
+    assert "--vllm.enforce_eager" in ok.argv and ok.argv[ok.argv.index("--actor.adam.betas") :][:3] == ["--actor.adam.betas", "0.9", "0.99"]
     flat_name = prepare(base.model_copy(update={"extra_args": {"enforce_eager": True}}), version="0.11.2", environ={})
     err = next(f for f in flat_name.findings if f.key == "extra_args.enforce_eager")
     assert "has no flag --enforce_eager" in err.message and "vllm.enforce_eager" in err.hint
@@ -115,17 +121,19 @@ def test_extra_args_are_checked_against_the_release():
 def test_a_key_the_release_lacks_is_an_error_naming_it():
     real = load("0.11.2")
     without_sleep = FlagSet(version="9.0", flags={k: v for k, v in real.flags.items() if k != "ds.enable_sleep"})
-    cfg = validate({"name": "t", "models": {"actor": "a", "reward": "r"}, "data": {"prompt_dataset": "p"}, "deepspeed": {"enable_sleep": True}})
-    rendered = dialect.render(cfg, build_plan(cfg), without_sleep)
+    cfg = validate(
+        {"name": "t", "models": {"actor": "a", "reward": "r"}, "data": {"prompt_dataset": "p"}, "deepspeed": {"enable_sleep": True}}
+    )
+    rendered = render(cfg, build_plan(cfg), without_sleep)
     assert any(f.key == "deepspeed.enable_sleep" and "openrlhf 9.0 has no flag" in f.message for f in rendered.findings)
     off = cfg.model_copy(update={"deepspeed": cfg.deepspeed.model_copy(update={"enable_sleep": False})})
-    assert dialect.render(off, build_plan(off), without_sleep).findings == []
+    assert render(off, build_plan(off), without_sleep).findings == []
 
 
 def test_every_config_key_has_a_spelling_in_every_release():
     for version in supported_versions():
         fs = load(version)
-        missing = [key.path for key in dialect.KEYS if dialect.spelling_for(key, fs) is None]
+        missing = [path for path in dialect.SPELLINGS if dialect.spelling_for(path, fs) is None]
         assert missing == [], (version, missing)
         assert dialect.pick(fs, dialect.LOAD_FLAG) and dialect.pick(fs, dialect.WANDB_KEY_FLAG)
 

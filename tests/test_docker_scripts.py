@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from rlhf_launch.openrlhf import releases
 from rlhf_launch.openrlhf.flagset import load, newest_version
+
+from conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "run-node.sh"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
@@ -55,8 +57,9 @@ def test_head_line_has_what_multinode_training_needs():
     for part in ("--gpus all", "--network host", "--shm-size 32g", "--ulimit memlock=-1", "--volume /mnt/shared:/mnt/shared"):
         assert part in line
     assert "SYS_ADMIN" not in line and "--device" not in line
-    tail = argv[argv.index("rlhf-launch:0.11.2") :]
-    assert tail[:5] == ["rlhf-launch:0.11.2", "rlhf-launch", "up", "--head", "--block"]
+    image = f"rlhf-launch:{releases.DEFAULT}"
+    tail = argv[argv.index(image) :]
+    assert tail[:5] == [image, "rlhf-launch", "up", "--head", "--block"]
     assert tail[tail.index("--ib-hca") + 1] == "mlx5_0,mlx5_1" and tail[tail.index("--socket-ifname") + 1] == "ib0"
     assert tail[tail.index("--token-file") + 1] == "/ray-auth/auth_token"
     assert "RAY_AUTH_TOKEN_PATH=/ray-auth/auth_token" in argv

@@ -6,7 +6,7 @@ import pytest
 
 from rlhf_launch.openrlhf.extract import ExtractError, extract_flags, extract_group_estimators
 
-SOURCE = '''
+SOURCE = """
 import argparse
 from datetime import datetime
 
@@ -28,18 +28,33 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.estimator in ["rloo", "group_norm"]:
         assert args.n_samples_per_prompt > 1, "needs samples"
-'''
+"""
 
 
 def test_reads_every_flag_in_order_with_loop_expansion():
     flags = extract_flags(SOURCE)
     names = [f["name"] for f in flags]
     assert names == [
-        "actor.num_nodes", "flag", "betas", "max_samples", "max_mem", "run_name", "estimator",
-        "actor.adam.lr", "actor.no_x", "critic.adam.lr", "critic.no_x",
+        "actor.num_nodes",
+        "flag",
+        "betas",
+        "max_samples",
+        "max_mem",
+        "run_name",
+        "estimator",
+        "actor.adam.lr",
+        "actor.no_x",
+        "critic.adam.lr",
+        "critic.no_x",
     ]
     by_name = {f["name"]: f for f in flags}
-    assert by_name["actor.num_nodes"] == {"name": "actor.num_nodes", "dest": "actor.num_nodes", "type": "int", "default": 1, "action": "store"}
+    assert by_name["actor.num_nodes"] == {
+        "name": "actor.num_nodes",
+        "dest": "actor.num_nodes",
+        "type": "int",
+        "default": 1,
+        "action": "store",
+    }
     assert by_name["flag"]["action"] == "store_true" and by_name["flag"]["default"] is False
     assert by_name["betas"]["nargs"] == 2 and by_name["betas"]["default"] == (0.9, 0.95)
     assert by_name["max_samples"]["default"] == 100000000

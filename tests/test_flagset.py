@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -12,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from rlhf_launch.errors import UserError
-from rlhf_launch.openrlhf import flagset
+from rlhf_launch.openrlhf import flagset, releases
 from rlhf_launch.openrlhf.extract import extract_flags
+
+from conftest import ROOT
 
 REQUIRED = ["0.8.0", "0.8.11", "0.9.10", "0.10.1", "0.10.2", "0.10.3", "0.10.4", "0.11.0", "0.11.1", "0.11.2"]
 
@@ -21,8 +24,10 @@ REQUIRED = ["0.8.0", "0.8.11", "0.9.10", "0.10.1", "0.10.2", "0.10.3", "0.10.4",
 def test_required_releases_are_shipped_and_newest_is_default():
     versions = flagset.supported_versions()
     assert set(REQUIRED) <= set(versions)
-    assert flagset.newest_version() == "0.11.2"
-    assert flagset.resolve(None).version == "0.11.2"
+    assert flagset.newest_version() == max(versions, key=flagset.version_key)
+    assert releases.DEFAULT in versions
+    assert flagset.for_version(None).version == releases.DEFAULT
+    assert flagset.for_version("latest").version == flagset.newest_version()
     assert list(versions) == sorted(versions, key=flagset.version_key)
     assert flagset.version_key("0.9.1") < flagset.version_key("0.9.1.post1") < flagset.version_key("0.9.2")
 
@@ -88,8 +93,7 @@ def _fake_install(site: Path, version: str, trainer_source: str) -> None:
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: openrlhf\nVersion: {version}\n")
     (info / "RECORD").write_text(
-        "openrlhf/__init__.py,,\nopenrlhf/cli/__init__.py,,\nopenrlhf/cli/train_ppo_ray.py,,\n"
-        f"openrlhf-{version}.dist-info/METADATA,,\n"
+        f"openrlhf/__init__.py,,\nopenrlhf/cli/__init__.py,,\nopenrlhf/cli/train_ppo_ray.py,,\nopenrlhf-{version}.dist-info/METADATA,,\n"
     )
 
 
@@ -97,7 +101,7 @@ def _resolve_auto(site: Path) -> dict:
     code = (
         "import json, sys\n"
         "from rlhf_launch.openrlhf import flagset\n"
-        "fs = flagset.resolve('auto')\n"
+        "fs = flagset.for_version('auto')\n"
         "print(json.dumps({'version': fs.version, 'flags': sorted(fs.flags), 'origin': fs.origin,"
         " 'imported': 'openrlhf' in sys.modules}))\n"
     )
@@ -139,6 +143,8 @@ def test_shipped_data_matches_the_published_wheel(tmp_path, version):
         source = archive.read(name).decode()
     shipped = json.loads((Path(flagset.__file__).parent / "flagsets" / f"{version}.json").read_text())
     assert json.loads(json.dumps(extract_flags(source))) == shipped["flags"]
+    regenerated = runpy.run_path(str(ROOT / "scripts" / "gen_flagsets.py"), run_name="gen")["build"](version, wheel)
+    assert json.loads(json.dumps(regenerated)) == shipped  # flags, pins, estimators, the wheel's hash
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(site), str(wheel)],

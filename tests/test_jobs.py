@@ -59,12 +59,12 @@ def in_env(env):
 def wait_run(env, run_id, statuses, timeout=240):
     """Poll as `rlhf-launch runs` does, in this process (spawning a CLI every second would
     take a core from the cluster on a 2-core machine)."""
-    from rlhf_launch.commands.jobs import list_runs
+    from rlhf_launch.runs.overview import overview
 
     with in_env(env):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            row = next(r for r in list_runs(token_file=None) if r["run_id"] == run_id)
+            row = next(r for r in overview().rows if r["run_id"] == run_id)
             if row["status"] in statuses:
                 return row
             time.sleep(1)
@@ -93,10 +93,7 @@ def test_submit_runs_to_success_with_exactly_the_planned_job(cluster, cli_env, c
     run_id, job_id = out["run_id"], out["job_id"]
     assert job_id == f"{run_id}-1" and run_id.startswith("llama70b-4node-")
     wait_run(cli_env, run_id, ("SUCCEEDED",))
-    from rlhf_launch.auth import find_token
-    from rlhf_launch.jobs import Jobs
-
-    info = Jobs(cluster.address, find_token(token_file=str(cluster.token_file))).info(job_id)
+    info = cluster.jobs().info(job_id)
     assert info.entrypoint == plan["entrypoint"]
     assert info.runtime_env == plan["runtime_env"]
     assert info.metadata["rlhf_launch_run"] == run_id and info.metadata["rlhf_launch_attempt"] == "1"
@@ -104,9 +101,9 @@ def test_submit_runs_to_success_with_exactly_the_planned_job(cluster, cli_env, c
     assert len(seen) == 1 and seen[0]["argv"] == plan["trainer_argv"]
     assert seen[0]["gpus"] == 32 and seen[0]["nodes"] == 4
     # Ray placed every group as our PACK simulation predicted (per-node bundle counts)
-    from rlhf_launch.config import load_config
-    from rlhf_launch.launch import prepare
-    from rlhf_launch.placement import NodeFree, simulate
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.core.launch import prepare
+    from rlhf_launch.core.placement import NodeFree, simulate
 
     launch = prepare(load_config(ROOT / "configs" / "llama70b-4node.yaml", overrides), environ={})
     sim = simulate(launch.plan.groups, [NodeFree(f"n{i}", "", 8, 8) for i in range(4)])
@@ -135,7 +132,11 @@ def test_logs_follow_streams_and_ctrl_c_leaves_the_job_running(cluster, cli_env,
     env = {**os.environ, **cli_env}
     env.pop("WANDB_API_KEY", None)
     follower = subprocess.Popen(
-        [sys.executable, "-m", "rlhf_launch", "logs", run_id, "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-m", "rlhf_launch", "logs", run_id, "--follow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     lines = []
     deadline = time.monotonic() + 120
@@ -210,14 +211,16 @@ def test_auto_resume_survives_one_crash_and_finishes(cluster, cli_env, ckpt):
 
 
 def test_auto_resume_gives_up_after_the_third_failure(cluster, cli_env, ckpt):
-    out = submit(cli_env, *standin(ckpt, steps=8, crash_at=3, crash_times=99), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1"))
+    out = submit(
+        cli_env, *standin(ckpt, steps=8, crash_at=3, crash_times=99), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1")
+    )
     run_id = out["run_id"]
     row = wait_run(cli_env, run_id, ("GAVE_UP", "SUCCEEDED"))
     assert row["status"] == "GAVE_UP"
     rec = record(cli_env, run_id)
     assert [a["status"] for a in rec["attempts"]] == ["FAILED", "FAILED", "FAILED"]
     assert len(attempts_seen(ckpt)) == 3
-    from rlhf_launch.supervisor import watcher_alive
+    from rlhf_launch.runs.supervisor import watcher_alive
 
     with in_env(cli_env):
         deadline = time.monotonic() + 30
@@ -251,9 +254,6 @@ def test_the_wandb_key_never_shows(cluster, cli_env, ckpt):
     assert all(KEY not in text for text in outputs)
     state = Path(cli_env["RLHF_LAUNCH_HOME"])
     assert all(KEY not in p.read_text(errors="replace") for p in state.rglob("*") if p.is_file())
-    from rlhf_launch.auth import find_token
-    from rlhf_launch.jobs import Jobs
-
-    info = Jobs(cluster.address, find_token(token_file=str(cluster.token_file))).info(f"{run_id}-1")
+    info = cluster.jobs().info(f"{run_id}-1")
     assert KEY not in info.entrypoint and KEY not in json.dumps(info.metadata)
     assert info.runtime_env["env_vars"]["WANDB_API_KEY"] == KEY  # the one place it travels

@@ -6,18 +6,28 @@ import json
 
 import pytest
 
+from rlhf_launch.core.config import load_config, validate
+from rlhf_launch.core.launch import prepare
+from rlhf_launch.core.memory import GIB, activations, estimate, model_states
+from rlhf_launch.core.plan import build_plan
+from rlhf_launch.core.shapes import KNOWN, lookup
+
 from conftest import CONFIGS, PRESETS, run_cli
-from rlhf_launch.config import load_config, validate
-from rlhf_launch.launch import prepare
-from rlhf_launch.memory import GIB, activations, estimate, model_states
-from rlhf_launch.plan import build_plan
-from rlhf_launch.shapes import KNOWN, lookup
 
 P = 70e9
 LARGEST = 8192 * 32000
 
 
-def deepspeed_zero3_estimate(total_params, largest_layer_params, num_gpus_per_node, num_nodes, cpu_offload, cpu_offload_params, zero_init=True, additional_buffer_factor=1.5):
+def deepspeed_zero3_estimate(
+    total_params,
+    largest_layer_params,
+    num_gpus_per_node,
+    num_nodes,
+    cpu_offload,
+    cpu_offload_params,
+    zero_init=True,
+    additional_buffer_factor=1.5,
+):
     """DeepSpeed's estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py), as published."""
     total_gpus = num_nodes * num_gpus_per_node
     gpus_factor = 1 / num_nodes
@@ -54,7 +64,9 @@ def test_zero3_matches_deepspeeds_own_estimator(nodes, gpus):
     _, ds_gpu = deepspeed_zero3_estimate(P, LARGEST, gpus, nodes, cpu_offload=False, cpu_offload_params=False)
     gpu, _ = model_states(P, LARGEST, stage=3, world=world, offload=False)
     assert sum(gpu.values()) == pytest.approx(ds_gpu, rel=1e-9)
-    ds_cpu, ds_gpu = deepspeed_zero3_estimate(P, LARGEST, gpus, nodes, cpu_offload=True, cpu_offload_params=False, additional_buffer_factor=1.0)
+    ds_cpu, ds_gpu = deepspeed_zero3_estimate(
+        P, LARGEST, gpus, nodes, cpu_offload=True, cpu_offload_params=False, additional_buffer_factor=1.0
+    )
     gpu, host = model_states(P, LARGEST, stage=3, world=world, offload=True)
     assert sum(gpu.values()) == pytest.approx(ds_gpu, rel=1e-9)
     assert sum(host.values()) * gpus == pytest.approx(ds_cpu, rel=1e-9)  # per node: ranks on it x per rank
@@ -101,7 +113,15 @@ def test_every_preset_fits_with_headroom(preset):
 
 @pytest.mark.parametrize(
     "key,published_billion",
-    [("llama-2-7b", 6.74), ("llama-2-13b", 13.0), ("llama-2-70b", 68.98), ("llama-3-8b", 8.03), ("llama-3-70b", 70.55), ("qwen2.5-7b", 7.62), ("qwen2.5-72b", 72.7)],
+    [
+        ("llama-2-7b", 6.74),
+        ("llama-2-13b", 13.0),
+        ("llama-2-70b", 68.98),
+        ("llama-3-8b", 8.03),
+        ("llama-3-70b", 70.55),
+        ("qwen2.5-7b", 7.62),
+        ("qwen2.5-72b", 72.7),
+    ],
 )
 def test_built_in_shapes_have_the_published_parameter_counts(key, published_billion):
     assert KNOWN[key].params / 1e9 == pytest.approx(published_billion, rel=0.01)
@@ -112,7 +132,16 @@ def test_shapes_from_names_local_config_or_nothing(tmp_path):
     assert lookup("/mnt/models/llama-2-70b-rm")[0].name == "Llama-2-70B"
     assert lookup("OpenRLHF/Llama-3-8b-rm-mixture")[0].name == "Llama-3-8B"
     (tmp_path / "config.json").write_text(
-        json.dumps({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100})
+        json.dumps(
+            {
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "vocab_size": 100,
+            }
+        )
     )
     shape, source = lookup(str(tmp_path))
     assert shape.layers == 2 and shape.kv_heads == 2 and source.endswith("config.json")
@@ -124,7 +153,10 @@ def test_unknown_shape_is_a_warning_not_a_guess():
     report = estimate(validate(data), build_plan(validate(data)))
     assert report.roles == []
     assert any(f.level == "warning" and f.key == "models.actor" for f in report.findings)
-    explicit = {**data, "models": {**data["models"], "layers": 80, "hidden": 8192, "intermediate": 28672, "heads": 64, "kv_heads": 8, "vocab": 32000}}
+    explicit = {
+        **data,
+        "models": {**data["models"], "layers": 80, "hidden": 8192, "intermediate": 28672, "heads": 64, "kv_heads": 8, "vocab": 32000},
+    }
     report = estimate(validate(explicit), build_plan(validate(explicit)))
     assert report.roles and report.roles[0].shape == "config"
 
@@ -141,9 +173,31 @@ def test_activations_follow_checkpointing_and_flash_attention():
 
 def test_vllm_kv_budget_warns_and_errors():
     base = load_config(CONFIGS / "llama70b-4node.yaml", ["train.micro_rollout_batch_size=64"])
-    tp2 = prepare(base.model_copy(update={"placement": base.placement.model_copy(update={"vllm": base.placement.vllm.model_copy(update={"tensor_parallel_size": 2, "engines": 4, "gpu_memory_utilization": 0.95})})}), environ={})
+    tp2 = prepare(
+        base.model_copy(
+            update={
+                "placement": base.placement.model_copy(
+                    update={
+                        "vllm": base.placement.vllm.model_copy(
+                            update={"tensor_parallel_size": 2, "engines": 4, "gpu_memory_utilization": 0.95}
+                        )
+                    }
+                )
+            }
+        ),
+        environ={},
+    )
     assert any(f.key == "placement.vllm" and "fewer than micro_rollout_batch_size" in f.message for f in tp2.findings)
-    tp1 = prepare(base.model_copy(update={"placement": base.placement.model_copy(update={"vllm": base.placement.vllm.model_copy(update={"tensor_parallel_size": 1, "engines": 8})})}), environ={})
+    tp1 = prepare(
+        base.model_copy(
+            update={
+                "placement": base.placement.model_copy(
+                    update={"vllm": base.placement.vllm.model_copy(update={"tensor_parallel_size": 1, "engines": 8})}
+                )
+            }
+        ),
+        environ={},
+    )
     assert any(f.level == "error" and f.key == "placement.vllm.gpu_memory_utilization" for f in tp1.findings)
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rlhf_launch.placement import NodeFree, declared_nodes, simulate, split_engines
-from rlhf_launch.plan import GroupPlan
+from rlhf_launch.core.placement import NodeFree, declared_nodes, simulate, split_engines
+from rlhf_launch.core.plan import GroupPlan
 
 
 def g(name, bundles, packed=True, chunk=1):

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from rlhf_launch.config import validate
-from rlhf_launch.plan import TrainerExtras, build_plan
+from rlhf_launch.core.config import validate
+from rlhf_launch.core.plan import TrainerExtras, build_plan
 
 
 def make(colocate=(), kl=0.01, estimator="gae", remote=False, a=(1, 8), r=(1, 8), c=(1, 8), m=(1, 8), v=(2, 4)):
@@ -86,7 +86,11 @@ def test_roles_default_to_their_colocated_partner():
         {
             "name": "t",
             "models": {"actor": "x", "reward": "rm"},
-            "placement": {"actor": {"nodes": 2, "gpus_per_node": 4}, "critic": {"nodes": 1, "gpus_per_node": 2}, "colocate": ["actor_ref", "critic_reward"]},
+            "placement": {
+                "actor": {"nodes": 2, "gpus_per_node": 4},
+                "critic": {"nodes": 1, "gpus_per_node": 2},
+                "colocate": ["actor_ref", "critic_reward"],
+            },
         }
     )
     plan = build_plan(cfg)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlhf_launch.config import validate
-from rlhf_launch.launch import prepare
+from rlhf_launch.core.config import validate
+from rlhf_launch.core.launch import prepare
 
 
 def cfg(**sections):
@@ -40,9 +40,15 @@ def test_fitting_layout_has_no_errors():
 
 
 def test_published_40_gpu_layout_names_the_sum():
-    c = cfg(placement={"ref": {"nodes": 1, "gpus_per_node": 8}, "reward": {"nodes": 1, "gpus_per_node": 8},
-                       "actor": {"nodes": 1, "gpus_per_node": 8}, "critic": {"nodes": 1, "gpus_per_node": 8},
-                       "vllm": {"engines": 2, "tensor_parallel_size": 4}})
+    c = cfg(
+        placement={
+            "ref": {"nodes": 1, "gpus_per_node": 8},
+            "reward": {"nodes": 1, "gpus_per_node": 8},
+            "actor": {"nodes": 1, "gpus_per_node": 8},
+            "critic": {"nodes": 1, "gpus_per_node": 8},
+            "vllm": {"engines": 2, "tensor_parallel_size": 4},
+        }
+    )
     err = keyed(findings(c))["placement"]
     assert "needs 40 GPUs (actor 8 + critic 8 + ref 8 + reward 8 + vLLM 2x4) but the cluster has 32" in err.message
 
@@ -68,11 +74,27 @@ def test_colocated_critic_reward_must_match():
 
 
 def test_colocate_all_needs_vllm_gpus_equal_actor_gpus():
-    c = cfg(placement={"colocate": ["all"], "ref": {}, "reward": {}, "critic": {}, "vllm": {"engines": 1, "tensor_parallel_size": 4, "enable_sleep": True}},
-            deepspeed={"enable_sleep": True})
-    c = c.model_copy(update={"placement": c.placement.model_copy(update={"ref": c.placement.ref.model_copy(update={"nodes": None, "gpus_per_node": None}),
-                                                                         "reward": c.placement.reward.model_copy(update={"nodes": None, "gpus_per_node": None}),
-                                                                         "critic": c.placement.critic.model_copy(update={"nodes": None, "gpus_per_node": None})})})
+    c = cfg(
+        placement={
+            "colocate": ["all"],
+            "ref": {},
+            "reward": {},
+            "critic": {},
+            "vllm": {"engines": 1, "tensor_parallel_size": 4, "enable_sleep": True},
+        },
+        deepspeed={"enable_sleep": True},
+    )
+    c = c.model_copy(
+        update={
+            "placement": c.placement.model_copy(
+                update={
+                    "ref": c.placement.ref.model_copy(update={"nodes": None, "gpus_per_node": None}),
+                    "reward": c.placement.reward.model_copy(update={"nodes": None, "gpus_per_node": None}),
+                    "critic": c.placement.critic.model_copy(update={"nodes": None, "gpus_per_node": None}),
+                }
+            )
+        }
+    )
     err = keyed(findings(c))["placement.vllm"]
     assert "1x4 = 4, actor 8" in err.message
     ok = c.model_copy(update={"placement": c.placement.model_copy(update={"vllm": c.placement.vllm.model_copy(update={"engines": 2})})})
@@ -109,8 +131,11 @@ def test_sample_batches_must_cover_actor_processes():
     err = keyed(findings(c))["train.rollout_batch_size"]
     assert "2 sample batches, fewer than the 8 actor processes" in err.message
     # ring attention divides the actor processes, as OpenRLHF's assert does
-    ring = cfg(train={"rollout_batch_size": 8, "micro_rollout_batch_size": 4, "train_batch_size": 8},
-               extra_args={"ds.ring_attn_size": 4}, deepspeed={"packing_samples": True})
+    ring = cfg(
+        train={"rollout_batch_size": 8, "micro_rollout_batch_size": 4, "train_batch_size": 8},
+        extra_args={"ds.ring_attn_size": 4},
+        deepspeed={"packing_samples": True},
+    )
     assert "train.rollout_batch_size" not in keyed(findings(ring))
 
 

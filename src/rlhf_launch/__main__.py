@@ -1,5 +1,5 @@
 import sys
 
-from rlhf_launch.cli import main
+from rlhf_launch.cli.app import main
 
 sys.exit(main())

@@ -63,7 +63,7 @@ def _flag_from_call(call: ast.Call, env: dict[str, Any], source: str) -> dict[st
     name = long_names[0][2:]
     flag: dict[str, Any] = {"name": name, "dest": name.replace("-", "_")}
     for keyword in call.keywords:
-        if keyword.arg in ("help", "metavar"):
+        if keyword.arg is None or keyword.arg in ("help", "metavar"):
             continue
         flag[keyword.arg] = _value(keyword.value, env, source)
     flag.setdefault("action", "store")
@@ -116,10 +116,7 @@ def extract_flags(source: str) -> list[dict[str, Any]]:
 
 
 def _mentions(node: ast.AST, word: str) -> bool:
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr == word) or (isinstance(n, ast.Name) and n.id == word)
-        for n in ast.walk(node)
-    )
+    return any((isinstance(n, ast.Attribute) and n.attr == word) or (isinstance(n, ast.Name) and n.id == word) for n in ast.walk(node))
 
 
 def extract_group_estimators(source: str) -> list[str]:

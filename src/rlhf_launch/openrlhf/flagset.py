@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rlhf_launch.errors import UserError
+from rlhf_launch.openrlhf import releases
 from rlhf_launch.openrlhf.extract import extract_flags, extract_group_estimators
 
 TRAINER_MODULE = "openrlhf.cli.train_ppo_ray"
@@ -27,11 +29,11 @@ _TYPES = {"int": int, "float": float, "str": str}
 class _Parser(argparse.ArgumentParser):
     """Raises instead of printing usage and exiting, so the launcher can report the error."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UserError(f"{self.prog}: {message}", hint="check extra_args and the target openrlhf.version")
 
 
-def version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple[int, ...]:
     """Sort key for release strings such as 0.9.1.post1 (post releases after the base)."""
     match = re.fullmatch(r"(\d+(?:\.\d+)*)(?:\.post(\d+))?", version)
     if not match:
@@ -46,19 +48,15 @@ class Flag:
     action: str = "store"
     type: str | None = None
     default: Any = None
-    choices: tuple | None = None
+    choices: tuple[Any, ...] | None = None
     nargs: Any = None
-
-    @property
-    def takes_value(self) -> bool:
-        return self.action == "store"
 
 
 @dataclass(frozen=True)
 class FlagSet:
     version: str
     flags: dict[str, Flag]
-    ray_pin: str | None = None
+    pins: dict[str, str] = field(default_factory=dict)  # package -> version the release requires (==)
     group_estimators: tuple[str, ...] = ()
     origin: str = "shipped"
 
@@ -67,6 +65,10 @@ class FlagSet:
 
     def get(self, name: str) -> Flag | None:
         return self.flags.get(name)
+
+    @property
+    def ray_pin(self) -> str | None:
+        return self.pins.get("ray")
 
     @property
     def dotted(self) -> bool:
@@ -121,13 +123,13 @@ def _from_data(data: dict[str, Any], origin: str) -> FlagSet:
     return FlagSet(
         version=data["version"],
         flags=flags,
-        ray_pin=data.get("ray_pin"),
+        pins=dict(data.get("pins") or ({"ray": data["ray_pin"]} if data.get("ray_pin") else {})),
         group_estimators=tuple(data.get("group_estimators", ())),
         origin=origin,
     )
 
 
-def _data_dir():
+def _data_dir() -> Traversable:
     return resources.files("rlhf_launch.openrlhf") / "flagsets"
 
 
@@ -141,15 +143,14 @@ def newest_version() -> str:
     return supported_versions()[-1]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(version: str) -> FlagSet:
     """The shipped flag set of a release; UserError naming the supported ones otherwise."""
     if version not in supported_versions():
         known = supported_versions()
         raise UserError(
             f"openrlhf.version {version!r} is not a supported OpenRLHF release",
-            hint=f"use one of {known[0]} .. {known[-1]} (rlhf-launch versions lists them), "
-            "or 'auto' to read the installed openrlhf",
+            hint=f"use one of {known[0]} .. {known[-1]} (rlhf-launch versions lists them), or 'auto' to read the installed openrlhf",
         )
     data = json.loads((_data_dir() / f"{version}.json").read_text())
     return _from_data(data, origin="shipped")
@@ -173,16 +174,19 @@ def installed_trainer() -> tuple[str, Path]:
         ) from None
     for entry in dist.files or []:
         if str(entry).replace("\\", "/").endswith(_TRAINER_FILE):
-            return dist.version, Path(dist.locate_file(entry))
+            return dist.version, Path(str(dist.locate_file(entry)))
     raise UserError(
         f"openrlhf {dist.version} is installed but has no {_TRAINER_FILE}",
         hint="set openrlhf.version explicitly",
     )
 
 
-def resolve(version: str | None) -> FlagSet:
-    """`None` = newest known, `auto` = the installed package's own file, else a shipped release."""
-    if version is None or version == "latest":
+def for_version(version: str | None) -> FlagSet:
+    """`None` = the default release, `latest` = the newest known, `auto` = the installed
+    package's own file, else a shipped release."""
+    if version is None:
+        return load(releases.DEFAULT)
+    if version == "latest":
         return load(newest_version())
     if version == "auto":
         installed, path = installed_trainer()

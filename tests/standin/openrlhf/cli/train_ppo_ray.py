@@ -140,15 +140,20 @@ if load_flag and os.path.isdir(actor_dir):
 
 os.makedirs(ckpt, exist_ok=True)
 with open(os.path.join(ckpt, ".standin.jsonl"), "a") as record:
-    record.write(json.dumps({
-        "argv": sys.argv[1:],
-        "start_step": start,
-        "wandb_key_in_env": bool(os.environ.get("WANDB_API_KEY")),
-        "wandb_flag": arg("logger.wandb.key", "use_wandb"),
-        "gpus": gpus,
-        "nodes": len(seen_nodes),
-        "per_group": per_group,
-    }) + "\n")
+    record.write(
+        json.dumps(
+            {
+                "argv": sys.argv[1:],
+                "start_step": start,
+                "wandb_key_in_env": bool(os.environ.get("WANDB_API_KEY")),
+                "wandb_flag": arg("logger.wandb.key", "use_wandb"),
+                "gpus": gpus,
+                "nodes": len(seen_nodes),
+                "per_group": per_group,
+            }
+        )
+        + "\n"
+    )
 
 
 def save(step):

@@ -1,0 +1,43 @@
+"""Options and arguments several verbs share, declared once. Importing this is cheap."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from rlhf_launch.cluster.connection import Cluster
+
+CONFIG = typer.Argument(..., help="YAML config file, or the name of a preset (rlhf-launch presets)")
+OVERRIDES = typer.Argument(None, help="key=value overrides, e.g. placement.actor.nodes=2", show_default=False)
+VERSION = typer.Option(None, "--openrlhf-version", help="target OpenRLHF release (overrides openrlhf.version)")
+JSON = typer.Option(False, "--json", help="print one JSON object")
+RUN = typer.Argument(None, help="run id or a unique prefix (default: the latest run)")
+ADDRESS = typer.Option(
+    None, "--address", help="Ray dashboard URL (default: RAY_API_SERVER_ADDRESS, the config's or run's, or http://127.0.0.1:8265)"
+)
+TOKEN_FILE = typer.Option(
+    None, "--token-file", help="Ray auth token file (default: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token)"
+)
+RESERVE = typer.Option(False, "--reserve-check", help="really reserve the placement groups on the cluster, then free them")
+RESERVE_TIMEOUT = typer.Option(60.0, "--reserve-timeout", help="seconds to wait for the reservation")
+FOLLOW = typer.Option(False, "--follow", "-f", help="stream the logs; Ctrl-C stops following, not the job")
+
+# `up` and `join`
+NUM_GPUS = typer.Option(None, "--num-gpus", help="GPUs of this node (default: what it has)")
+NUM_CPUS = typer.Option(None, "--num-cpus")
+NODE_IP = typer.Option(None, "--node-ip-address", help="this node's address (default: detected)")
+IB_HCA = typer.Option(None, "--ib-hca", help="NCCL_IB_HCA for every process, e.g. mlx5_0")
+SOCKET_IFNAME = typer.Option(None, "--socket-ifname", help="NCCL_SOCKET_IFNAME, e.g. ib0")
+OBJECT_STORE = typer.Option(None, "--object-store-memory", help="bytes")
+NO_AUTH = typer.Option(False, "--no-auth", help="turn Ray token auth off (not recommended)")
+BLOCK = typer.Option(False, "--block", help="stay in the foreground (containers); Ctrl-C stops Ray")
+RAY_ARGS = typer.Argument(None, help="more `ray start` arguments, after --", show_default=False)
+
+
+def cluster(address: str | None, token_file: str | None, configured: str | None = None, timeout: float = 10.0) -> Cluster:
+    """The `Cluster` a command talks to, from its --address / --token-file."""
+    from rlhf_launch.cluster.connection import Cluster
+
+    return Cluster.at(address, token_file, configured=configured, timeout=timeout)

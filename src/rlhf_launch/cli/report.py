@@ -1,0 +1,254 @@
+"""Text for people: the plan table, findings and the command. Pure string building."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from rlhf_launch.cluster.live import Live
+from rlhf_launch.core.findings import Finding
+from rlhf_launch.core.launch import Launch
+from rlhf_launch.core.memory import MemoryReport
+from rlhf_launch.openrlhf.flagset import FlagSet
+from rlhf_launch.runs.overview import Overview
+from rlhf_launch.runs.resume import Resumed
+from rlhf_launch.runs.stop import Stopped
+from rlhf_launch.runs.submit import Submitted
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def findings_text(findings: list[Finding]) -> list[str]:
+    if not findings:
+        return ["findings: none"]
+    lines = ["findings:"]
+    for f in sorted(findings, key=lambda f: f.level != "error"):
+        lines.append(f"  {f.level:<7}  {f.key}: {f.message}")
+        if f.hint:
+            lines.append(f"  {'':<7}  hint: {f.hint}")
+    return lines
+
+
+def pretty_command(launch: Launch) -> str:
+    """The `ray job submit` line broken before each flag: still one valid shell command."""
+    head, _, _ = launch.command.partition(" -- ")
+    lines = [head + " \\", f"    -- {shlex.join(shlex.split(launch.spec.entrypoint)[:3])} \\"]
+    argv, pending = launch.argv, list[str]()
+    for token in argv:
+        if token.startswith("--") and pending:
+            lines.append("    " + shlex.join(pending) + " \\")
+            pending = []
+        pending.append(token)
+    if pending:
+        lines.append("    " + shlex.join(pending))
+    else:
+        lines[-1] = lines[-1].removesuffix(" \\")
+    return "\n".join(lines)
+
+
+def memory_text(memory: MemoryReport) -> list[str]:
+    """Per-role GPU GiB by part, the peak of what shares those GPUs, and host GiB per node."""
+    lines = [f"memory per GPU (GiB, of {memory.gpu_limit:g}):"]
+    rows = [["role", "parts", "own", "peak", "headroom"]]
+    for r in memory.roles:
+        group = memory.group_of(r.role)
+        peak = group.peak if group else r.gpu
+        shared = f" ({'+'.join(group.roles)}, {group.peak_phase})" if group and len(group.roles) > 1 else ""
+        parts = " ".join(f"{k} {v:.1f}" for k, v in r.parts.items())
+        head = 1 - peak / memory.gpu_limit
+        rows.append([r.role, parts, f"{r.gpu:.1f}", f"{peak:.1f}{shared}", f"{head:.0%}"])
+    lines += _table(rows)
+    for r in memory.roles:
+        for note in r.notes:
+            lines.append(f"  {r.role}: {note}")
+    if memory.host_per_node:
+        busiest = max(memory.host_per_node.values())
+        limit = f" of {memory.host_limit:g}" if memory.host_limit else " (cluster.host_memory_gb not set)"
+        per_node = ", ".join(f"{v:.0f}" for v in memory.host_per_node.values())
+        lines.append(f"  host RAM per node (GiB): {per_node}; busiest {busiest:.0f}{limit}")
+    return lines
+
+
+def plan_text(launch: Launch) -> str:
+    plan, cfg = launch.plan, launch.cfg
+    lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
+    rows = [["role", "nodes x GPUs", "GPUs", "placement group"]]
+    for role in plan.roles:
+        if role.enabled:
+            rows.append([role.role, f"{role.nodes} x {role.gpus_per_node}", str(role.gpus), role.group])
+        else:
+            rows.append([role.role, "-", "0", role.reason])
+    if plan.vllm_engines:
+        rows.append(
+            [
+                "vllm",
+                f"{plan.vllm_engines} engines x TP {plan.vllm_tp}",
+                str(plan.vllm_gpus),
+                next(g.name for g in plan.groups if "vllm" in g.roles),
+            ]
+        )
+    lines += _table(rows)
+    colocate = ", ".join(cfg.placement.colocate) or "none"
+    status = "fits" if plan.gpus_required <= plan.cluster_gpus else "DOES NOT FIT"
+    lines += [
+        "",
+        f"  GPUs needed: {plan.gpus_required} = {plan.breakdown()}",
+        f"  cluster:     {plan.cluster_gpus} = {plan.cluster_nodes} nodes x {plan.cluster_gpus_per_node} GPUs ({status})",
+        f"  colocation:  {colocate}",
+        "",
+    ]
+    if launch.memory is not None and launch.memory.roles:
+        lines += memory_text(launch.memory) + [""]
+    lines += findings_text(launch.findings)
+    lines += ["", "command:" if launch.ok else "command (not runnable until the errors above are fixed):"]
+    lines += ["  " + line for line in pretty_command(launch).splitlines()]
+    return "\n".join(lines)
+
+
+def live_text(live: Live) -> str:
+    snap = live.snapshot
+    lines = [f"live cluster {snap.address}: {len(snap.nodes)} nodes, {snap.gpus_free:g}/{snap.gpus:g} GPUs free, ray {snap.ray_version}"]
+    if live.reserve is not None:
+        r = live.reserve
+        state = "reserved and released" if r.ok else "NOT reservable"
+        lines.append(f"  reserve check: {state} in {r.seconds:.1f}s ({len(r.groups)} groups, {r.leftover} left reserved)")
+    lines += findings_text(live.findings)
+    return "\n".join(lines)
+
+
+def up_text(info: dict[str, Any]) -> str:
+    lines = [f"Ray head started: {info['head_ip']}:{info['port']}  (ray {info['ray_version']}, {info['gpus']:g} GPUs)"]
+    lines.append(f"  dashboard and job API: {info['dashboard']} (bound to {info['dashboard_host']})")
+    if info["dashboard_host"] in ("127.0.0.1", "localhost", "::1"):
+        lines.append(
+            f"    from your machine: ssh -L {info['dashboard'].rsplit(':', 1)[1]}:127.0.0.1:{info['dashboard'].rsplit(':', 1)[1]} <head>"
+        )
+    if info["auth"]:
+        made = "created" if info["token_created"] else "existing"
+        lines.append(f"  auth: Ray token auth on; token ({made}, mode 0600): {info['token_path']}")
+        lines.append("    copy it to each worker, e.g. scp <head>:{0} {0}".format(info["token_path"]))
+    else:
+        lines.append("  auth: OFF (--no-auth): anyone who reaches the ports can run code on the cluster")
+    for key, value in info["nccl_env"].items():
+        lines.append(f"  {key}={value} for every Ray process on this node")
+    lines += ["", "on each worker node run:", f"  {info['join_command']}"]
+    if info["blocking"]:
+        lines.append("(running in the foreground: Ctrl-C stops Ray on this node)")
+    return "\n".join(lines)
+
+
+def status_text(data: dict[str, Any]) -> str:
+    local = data.get("local_ray_version")
+    match = "" if data.get("ray_version_match") else f"  (MISMATCH: this machine has ray {local})"
+    lines = [f"cluster {data['address']}: ray {data['ray_version']}{match}"]
+    rows = [["node", "head", "GPUs free/total", "CPUs free/total", "memory GiB free/total"]]
+    for n in sorted(data["nodes"], key=lambda n: (not n["is_head"], n["ip"])):
+        mem = f"{n['memory_free_gb']:.0f}/{n['memory_gb']:.0f}" if n.get("memory_gb") else "-"
+        rows.append([n["ip"], "*" if n["is_head"] else "", f"{n['gpus_free']:g}/{n['gpus']:g}", f"{n['cpus_free']:g}/{n['cpus']:g}", mem])
+    lines += _table(rows)
+    lines.append(f"  {data['alive_nodes']} alive nodes, {data['gpus_free']:g}/{data['gpus']:g} GPUs free")
+    jobs = data.get("running_jobs") or []
+    if jobs:
+        lines.append("running jobs:")
+        lines += [f"  {j['submission_id']}  {j['status']}  {j['entrypoint'][:80]}" for j in jobs]
+    else:
+        lines.append("running jobs: none")
+    return "\n".join(lines)
+
+
+def submitted_text(done: Submitted) -> str:
+    lines = [plan_text(done.launch)]
+    if done.live is not None:
+        lines += ["", live_text(done.live)]
+    if done.run is None:
+        lines += ["", "not submitted: fix the errors above"]
+        return "\n".join(lines)
+    run, attempt = done.run, done.attempt
+    assert attempt is not None  # a recorded run was submitted
+    lines += [
+        "",
+        f"submitted run {run.run_id}",
+        f"  job:       {attempt.job_id}",
+        f"  dashboard: {run.address}/#/jobs/{attempt.job_id}",
+    ]
+    if done.supervisor_pid:
+        lines.append(f"  auto-resume: up to {run.auto_resume} times, supervisor pid {done.supervisor_pid} (rlhf-launch watch {run.run_id})")
+    lines += [
+        "next:",
+        f"  rlhf-launch logs {run.run_id} --follow",
+        f"  rlhf-launch stop {run.run_id}",
+        f"  rlhf-launch resume {run.run_id}",
+    ]
+    return "\n".join(lines)
+
+
+def resumed_text(done: Resumed) -> str:
+    lines = []
+    ck = done.checkpoint
+    if ck is not None:
+        where = f"step {ck.latest_step}" if ck.latest_step is not None else "no checkpoint (fresh start)"
+        lines.append(f"checkpoint {ck.path}: {ck.status}, {where}")
+    lines += findings_text(done.findings)
+    if done.attempt is None:
+        lines.append("not resumed: fix the errors above")
+    else:
+        lines.append(f"resumed run {done.run.run_id} as attempt {done.attempt.number} (job {done.attempt.job_id})")
+        lines.append(f"  rlhf-launch logs {done.run.run_id} --follow")
+    return "\n".join(lines)
+
+
+def runs_text(overview: Overview) -> str:
+    lines = []
+    if overview.rows:
+        table = [["run", "status", "attempts", "job", "auto-resume", "watcher"]]
+        for r in overview.rows:
+            status = str(r["status"]) + ("" if r["live"] else " (not live)")
+            if r["watcher"] and r["status"] in ("FAILED", "LOST", "WAITING", "SUPERSEDED"):
+                status += " (resuming)"
+            table.append(
+                [r["run_id"], status, str(r["attempts"]), r["job_id"] or "-", r["auto_resume"] or "-", "yes" if r["watcher"] else "-"]
+            )
+        lines += _table(table, indent="")
+    else:
+        lines.append("no runs yet")
+    for bad in overview.unreadable:
+        lines.append(f"unreadable record (kept): {bad.path}: {bad.reason}")
+    return "\n".join(lines)
+
+
+def stopped_text(done: Stopped) -> str:
+    return f"stopped {done.run_id} (job {done.job_id}: {done.job_status})"
+
+
+def presets_text(rows: list[dict[str, Any]]) -> str:
+    width = max(len(r["name"]) for r in rows)
+    return "\n".join(f"{r['name']:<{width}}  {r['nodes']}x{r['gpus_per_node']} GPUs  {r['summary']}" for r in rows)
+
+
+def versions_text(flagsets: list[FlagSet], default: str) -> str:
+    lines = []
+    for fs in flagsets:
+        mark = " (default)" if fs.version == default else ""
+        lines.append(f"{fs.version:<13} {'dotted' if fs.dotted else 'flat':<6}  {len(fs.flags)} flags  ray {fs.ray_pin}{mark}")
+    return "\n".join(lines)
+
+
+def checkpoints_text(data: dict[str, Any]) -> str:
+    lines = [f"checkpoints at {data['path']} (read on {data['checked_on']}): {data['status']}"]
+    if data.get("note"):
+        lines.append(f"  note: {data['note']}")
+    if data["latest_step"] is not None:
+        lines.append(f"  latest step: {data['latest_step']}")
+    for role, info in data["roles"].items():
+        steps = ", ".join(map(str, info["steps"])) or "none"
+        lines.append(f"  _{role}/: latest={info['latest'] or '-'}  steps: {steps}")
+        if info["problem"]:
+            lines.append(f"    problem: {info['problem']}")
+    if data["hf_steps"]:
+        lines.append(f"  HF checkpoints: {', '.join(f'global_step{s}_hf' for s in data['hf_steps'])}")
+    if data["findings"]:
+        lines += findings_text([Finding(**f) for f in data["findings"]])
+    return "\n".join(lines)

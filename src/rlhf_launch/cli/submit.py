@@ -1,0 +1,51 @@
+"""`rlhf-launch submit CONFIG`: check the config and the live cluster, record the run, submit."""
+
+from __future__ import annotations
+
+import typer
+
+from rlhf_launch.cli import options, output
+
+
+def command(
+    config: str = options.CONFIG,
+    overrides: list[str] | None = options.OVERRIDES,
+    openrlhf_version: str | None = options.VERSION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="show what would be submitted; contact no cluster"),
+    as_json: bool = options.JSON,
+    address: str | None = options.ADDRESS,
+    token_file: str | None = options.TOKEN_FILE,
+    reserve_check: bool = options.RESERVE,
+    reserve_timeout: float = options.RESERVE_TIMEOUT,
+    follow: bool = typer.Option(False, "--follow", help="stream the job's logs after submitting"),
+    auto_resume: int = typer.Option(0, "--auto-resume", min=0, help="resubmit from the latest checkpoint up to N times on failure"),
+    backoff: float = typer.Option(10.0, "--backoff", min=0, help="seconds before the first automatic resume (doubles each time)"),
+    poll: float = typer.Option(5.0, "--poll", min=0.1, help="seconds between the supervisor's status checks"),
+) -> None:
+    """Check a config and the live cluster, record the run, and submit the trainer as a Ray job."""
+    from rlhf_launch.cli import report
+    from rlhf_launch.core import presets
+    from rlhf_launch.core.launch import from_config
+    from rlhf_launch.runs import logs
+    from rlhf_launch.runs.submit import AutoResume, submit
+
+    launch = from_config(config, overrides or [], openrlhf_version)
+    if dry_run:
+        output.show_launch(launch, as_json)
+        return
+    cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
+    done = submit(
+        launch,
+        cluster,
+        source=str(presets.config_path(config)),
+        overrides=overrides or [],
+        reserve=reserve_check,
+        reserve_timeout=reserve_timeout,
+        auto_resume=AutoResume(auto_resume, backoff, poll),
+        token_file=token_file,
+    )
+    output.echo_json(done.as_json()) if as_json else output.echo(report.submitted_text(done))
+    if done.run is None:
+        output.exit_with(output.USER)
+    if follow:
+        output.follow(logs.follow(done.run, cluster.jobs))

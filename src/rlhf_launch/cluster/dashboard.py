@@ -1,0 +1,113 @@
+"""A small client for the Ray dashboard's REST API: GET/POST JSON with the token, short
+timeouts, and typed errors (unreachable, timed out, auth rejected, not found). No ray import."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from typing import Any
+
+from rlhf_launch.cluster.auth import Token
+from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, ClusterTimeout, ClusterUnreachable, UserError
+
+DEFAULT_TIMEOUT = 5.0
+
+
+class NotFound(ClusterError):
+    """HTTP 404 for a path: the caller turns it into what was not found (a job, ...)."""
+
+
+def normalize(address: str) -> str:
+    """`host:port` or a URL -> `http://host:port` (no trailing slash); UserError if malformed."""
+    from urllib.parse import urlsplit
+
+    text = address.strip().rstrip("/")
+    if "://" not in text:
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise UserError(f"cluster address {address!r} is malformed: {exc}", hint="e.g. http://127.0.0.1:8265") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in text):
+        raise UserError(f"cluster address {address!r} is not an http(s) URL of the Ray dashboard", hint="e.g. http://127.0.0.1:8265")
+    del port  # parsed only to reject a malformed one
+    return text
+
+
+class Dashboard:
+    def __init__(self, address: str, token: Token | None, timeout: float = DEFAULT_TIMEOUT):
+        self.address = normalize(address)
+        self.token = token
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        url = self.address + path
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data else {}
+        if self.token:
+            headers.update(self.token.headers())
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        wait = self.timeout if timeout is None else timeout
+        try:
+            with urllib.request.urlopen(request, timeout=wait) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise self._http_error(exc) from None
+        except TimeoutError:
+            raise ClusterTimeout(
+                f"the Ray dashboard at {self.address} did not answer within {wait:g}s",
+                hint="the cluster may be overloaded or paused; its state is unknown, try again",
+            ) from None
+        except (urllib.error.URLError, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, (socket.timeout, TimeoutError)):
+                raise ClusterTimeout(
+                    f"the Ray dashboard at {self.address} did not answer within {wait:g}s",
+                    hint="the cluster may be overloaded or paused; its state is unknown, try again",
+                ) from None
+            raise ClusterUnreachable(
+                f"cannot reach the Ray dashboard at {self.address}: {reason}",
+                hint="is the cluster up (rlhf-launch up --head)? set cluster.address or --address",
+            ) from None
+        if not payload:
+            return None
+        try:
+            return json.loads(payload)
+        except ValueError:
+            return payload.decode(errors="replace")
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> ClusterError:
+        if exc.code == 401:
+            return AuthRejected(
+                f"the cluster at {self.address} requires a Ray auth token and none was found",
+                hint="copy the head's token file and pass --token-file, or set RAY_AUTH_TOKEN_PATH / RAY_AUTH_TOKEN",
+            )
+        if exc.code == 403:
+            source = self.token.source if self.token else "?"
+            return AuthRejected(
+                f"the cluster at {self.address} rejected the Ray auth token from {source}",
+                hint="use the token the head printed at `rlhf-launch up --head`",
+            )
+        text = exc.read().decode(errors="replace")[:500] if exc.fp else ""
+        if exc.code == 404:
+            return NotFound(f"not found on the Ray dashboard {self.address}: {exc.url}")
+        return ClusterRefused(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()}")
+
+    def get(self, path: str, timeout: float | None = None) -> Any:
+        return self._request("GET", path, timeout=timeout)
+
+    def post(self, path: str, body: Any, timeout: float | None = None) -> Any:
+        return self._request("POST", path, body, timeout=timeout)
+
+    def version(self) -> dict[str, Any]:
+        data = self.get("/api/version")
+        if not isinstance(data, dict) or "ray_version" not in data:
+            raise ClusterRefused(f"{self.address} does not look like a Ray dashboard", hint="check the address and port")
+        return data
+
+    def check_auth(self) -> None:
+        """/api/version answers without a token; the jobs API needs one when auth is on."""
+        self.get("/api/jobs/")

@@ -1,0 +1,186 @@
+"""Ray jobs: submit, info, logs, follow, stop, list.
+
+Through Ray's Jobs REST API on the dashboard (POST /api/jobs/, GET /api/jobs/{id},
+GET /api/jobs/{id}/logs, POST /api/jobs/{id}/stop, GET /api/jobs/): the same requests
+Ray's JobSubmissionClient sends, without importing Ray (about a second, in every submit,
+resume, runs and supervisor poll). Ray's JobSubmissionClient is used where only it can do
+the work: packaging and uploading a local working_dir / py_modules, and streaming logs.
+
+Names: a job's `job_id` is its submission id (what `ray job status` takes, and what
+rlhf-launch sets: `<run>-<attempt>`); `driver_job_id` is the hex id of the Ray job its driver
+opened, which Ray's state API uses for the job's actors and placement groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from rlhf_launch.cluster.dashboard import Dashboard, NotFound
+from rlhf_launch.errors import ClusterError, ClusterRefused, JobNotFound
+from rlhf_launch.util.poll import poll_until
+
+
+class StrEnum(str, Enum):
+    """A str-valued enum that prints and formats as its value (JSON-serialisable as-is)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class JobStatus(StrEnum):
+    """Ray's job status (ray.job_submission.JobStatus), read from the job API."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    STOPPED = "STOPPED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    def is_terminal(self) -> bool:
+        return self in (JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: str
+    status: JobStatus
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    metadata: dict[str, str]
+    message: str
+    start_time: float | None
+    end_time: float | None
+    driver_job_id: str | None = None
+    driver_exit_code: int | None = None
+    driver_node_id: str | None = None
+
+    @classmethod
+    def from_api(cls, raw: dict[str, Any]) -> JobInfo:
+        def seconds(ms: Any) -> float | None:
+            return ms / 1000 if ms else None
+
+        try:
+            status = JobStatus(str(raw.get("status", "")))
+        except ValueError:
+            raise ClusterRefused(f"Ray reported an unknown job status {raw.get('status')!r}") from None
+        return cls(
+            job_id=raw.get("submission_id") or raw.get("job_id") or "",
+            status=status,
+            entrypoint=raw.get("entrypoint", ""),
+            runtime_env=raw.get("runtime_env") or {},
+            metadata=raw.get("metadata") or {},
+            message=raw.get("message") or "",
+            start_time=seconds(raw.get("start_time")),
+            end_time=seconds(raw.get("end_time")),
+            driver_job_id=raw.get("job_id"),
+            driver_exit_code=raw.get("driver_exit_code"),
+            driver_node_id=raw.get("driver_node_id"),
+        )
+
+
+def _needs_upload(runtime_env: dict[str, Any]) -> bool:
+    """A local working_dir or py_modules must be packaged and uploaded by Ray's SDK."""
+    working_dir = runtime_env.get("working_dir")
+    local_dir = isinstance(working_dir, str) and "://" not in working_dir
+    modules = runtime_env.get("py_modules") or []
+    return local_dir or any(isinstance(m, str) and "://" not in m for m in modules)
+
+
+class Jobs:
+    """The job API of one cluster (see cluster.connection.Cluster for how it is built)."""
+
+    def __init__(self, dashboard: Dashboard):
+        self.dashboard = dashboard
+
+    @property
+    def address(self) -> str:
+        return self.dashboard.address
+
+    def _sdk(self) -> Any:
+        from ray.job_submission import JobSubmissionClient
+
+        token = self.dashboard.token
+        try:
+            return JobSubmissionClient(self.address, headers=token.headers() if token else None)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ClusterRefused(f"cannot use the Ray jobs API at {self.address}: {exc}") from None
+
+    def submit(self, entrypoint: str, runtime_env: dict[str, Any], job_id: str, metadata: dict[str, str]) -> str:
+        if _needs_upload(runtime_env or {}):
+            try:
+                return str(self._sdk().submit_job(entrypoint=entrypoint, runtime_env=runtime_env, submission_id=job_id, metadata=metadata))
+            except RuntimeError as exc:
+                raise ClusterRefused(f"Ray refused the job: {str(exc).splitlines()[0][:500]}") from None
+        body: dict[str, Any] = {"entrypoint": entrypoint, "submission_id": job_id, "metadata": metadata}
+        if runtime_env:
+            body["runtime_env"] = runtime_env
+        try:
+            answer = self.dashboard.post("/api/jobs/", body)
+        except ClusterRefused as exc:
+            raise ClusterRefused(f"Ray refused the job: {exc.message[:500]}") from None
+        return str((answer or {}).get("submission_id", job_id))
+
+    def info(self, job_id: str) -> JobInfo:
+        try:
+            raw = self.dashboard.get(f"/api/jobs/{job_id}")
+        except NotFound:
+            raise JobNotFound(f"the cluster at {self.address} has no job {job_id}") from None
+        return JobInfo.from_api(raw)
+
+    def status(self, job_id: str) -> JobStatus:
+        return self.info(job_id).status
+
+    def logs(self, job_id: str) -> str:
+        try:
+            return str((self.dashboard.get(f"/api/jobs/{job_id}/logs") or {}).get("logs", ""))
+        except NotFound:
+            raise JobNotFound(f"the cluster at {self.address} has no job {job_id}") from None
+
+    def follow(self, job_id: str) -> Iterator[str]:
+        """Log chunks as they come, until the job ends (Ray's websocket tail)."""
+        agen = self._sdk().tail_job_logs(job_id)
+        loop = asyncio.new_event_loop()
+        try:
+            while True:
+                try:
+                    yield loop.run_until_complete(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            try:
+                loop.run_until_complete(agen.aclose())
+            except Exception:  # noqa: BLE001 - closing a finished stream
+                pass
+            loop.close()
+
+    def wait_terminal(self, job_id: str, seconds: float, interval: float = 0.3) -> JobStatus:
+        """The job's status once it ends, or when `seconds` have passed."""
+        return poll_until(lambda: self._terminal_or_none(job_id), seconds, interval) or self.status(job_id)
+
+    def _terminal_or_none(self, job_id: str) -> JobStatus | None:
+        status = self.status(job_id)
+        return status if status.is_terminal() else None
+
+    def stop(self, job_id: str) -> bool:
+        """Ask Ray to stop the job; False when Ray says it was not running (or does not exist)."""
+        try:
+            return bool((self.dashboard.post(f"/api/jobs/{job_id}/stop", {}) or {}).get("stopped"))
+        except NotFound:
+            return False
+
+    def list(self) -> list[JobInfo]:
+        out = []
+        for raw in self.dashboard.get("/api/jobs/") or []:
+            if isinstance(raw, dict):
+                try:
+                    out.append(JobInfo.from_api(raw))
+                except ClusterError:
+                    continue
+        return out

@@ -1,0 +1,54 @@
+"""Run one of probes/*.py as a short Ray job and read its `RLHF_LAUNCH_RESULT {json}` line.
+
+The probe's source goes inline (`python3 -c SOURCE ARG`), so the cluster needs nothing but
+Ray and its tasks can use the workers Ray already started (no runtime_env to build). The
+job is stopped if it overruns or the user presses Ctrl-C; nothing it held survives it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlhf_launch.cluster.jobs import Jobs, JobStatus
+
+MARKER = "RLHF_LAUNCH_RESULT"
+
+
+@dataclass
+class ProbeRun:
+    job_id: str
+    status: JobStatus
+    result: Any
+    seconds: float
+    logs: str
+    timed_out: bool = False
+
+
+def _parse(logs: str) -> Any:
+    for line in reversed(logs.splitlines()):
+        if line.startswith(MARKER + " "):
+            return json.loads(line[len(MARKER) + 1 :])
+    return None
+
+
+def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str) -> ProbeRun:
+    job_id = f"rlhf-launch-{kind}-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    source = (Path(__file__).parent / "probes" / script).read_text()
+    jobs.submit(f"python3 -c {shlex.quote(source)} {shlex.quote(argument)}", {}, job_id, {"rlhf_launch": kind})
+    status, timed_out = JobStatus.PENDING, False
+    try:
+        status = jobs.wait_terminal(job_id, deadline)
+        timed_out = not status.is_terminal()
+    finally:
+        if not status.is_terminal():
+            jobs.stop(job_id)
+            status = jobs.wait_terminal(job_id, 30)
+    logs = jobs.logs(job_id)
+    return ProbeRun(job_id, status, _parse(logs), time.monotonic() - started, logs, timed_out)

@@ -1,0 +1,113 @@
+"""Config -> plan -> findings -> trainer argv -> job: the pure pipeline behind `plan` and `submit`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rlhf_launch.core import command, presets, rules
+from rlhf_launch.core import flags as flag_render
+from rlhf_launch.core.config import LaunchConfig, load_config
+from rlhf_launch.core.findings import Finding, errors
+from rlhf_launch.core.memory import MemoryReport, estimate
+from rlhf_launch.core.plan import Plan, build_plan
+from rlhf_launch.core.secrets import wandb_key
+from rlhf_launch.openrlhf.flagset import FlagSet, for_version
+
+
+@dataclass(frozen=True)
+class Launch:
+    cfg: LaunchConfig
+    flags: FlagSet
+    plan: Plan
+    argv: list[str]
+    spec: command.JobSpec
+    findings: list[Finding]
+    memory: MemoryReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not errors(self.findings)
+
+    @property
+    def command(self) -> str:
+        return command.ray_job_submit(self.cfg.cluster.address, self.spec)
+
+    def as_json(self) -> dict[str, Any]:
+        plan = self.plan
+        roles = [
+            {
+                "role": r.role,
+                "nodes": r.nodes,
+                "gpus_per_node": r.gpus_per_node,
+                "gpus": r.gpus if r.enabled else 0,
+                "enabled": r.enabled,
+                "colocated_with": plan.colocated_with(r.role) if r.enabled else [],
+            }
+            for r in plan.roles
+        ]
+        if plan.vllm_engines:
+            roles.append(
+                {
+                    "role": "vllm",
+                    "nodes": None,
+                    "gpus_per_node": None,
+                    "engines": plan.vllm_engines,
+                    "tensor_parallel_size": plan.vllm_tp,
+                    "gpus": plan.vllm_gpus,
+                    "enabled": True,
+                    "colocated_with": plan.colocated_with("vllm"),
+                }
+            )
+        out: dict[str, Any] = {
+            "name": self.cfg.name,
+            "openrlhf_version": self.flags.version,
+            "gpus_required": plan.gpus_required,
+            "cluster_gpus": plan.cluster_gpus,
+            "cluster": {"nodes": plan.cluster_nodes, "gpus_per_node": plan.cluster_gpus_per_node},
+            "layout": plan.breakdown(),
+            "roles": roles,
+            "placement_groups": [{"name": g.name, "bundles": g.bundles, "roles": list(g.roles), "packed": g.packed} for g in plan.groups],
+            "trainer_argv": self.argv,
+            "entrypoint": self.spec.entrypoint,
+            "runtime_env": self.spec.shown_runtime_env,
+            "command": self.command,
+            "findings": [f.as_dict() for f in self.findings],
+            "ok": self.ok,
+        }
+        if self.memory is not None:
+            out["memory"] = self.memory.as_json()
+            out["host_gib_per_node"] = {k: round(v, 1) for k, v in self.memory.host_per_node.items()}
+        return out
+
+
+def prepare(
+    cfg: LaunchConfig,
+    *,
+    version: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    load_checkpoint: bool = False,
+    flags: FlagSet | None = None,
+) -> Launch:
+    """Everything `plan` shows, from a validated config. `version` overrides openrlhf.version."""
+    flags = flags or for_version(version or cfg.openrlhf.version)
+    secret = wandb_key(environ)
+    plan = build_plan(cfg, flag_render.extras(cfg, flags))
+    use_wandb = bool(secret and cfg.logging.wandb.project)
+    rendered = flag_render.render(cfg, plan, flags, wandb=use_wandb, load_checkpoint=load_checkpoint)
+    memory = estimate(cfg, plan)
+    findings = [
+        *rendered.findings,
+        *rules.check(cfg, plan, flags, wandb_key_present=secret is not None),
+        *memory.findings,
+    ]
+    if not errors(findings):
+        flags.parse(rendered.argv)  # the release's own parser must accept every token
+    spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory)
+
+
+def from_config(config: str, overrides: list[str], version: str | None = None) -> Launch:
+    """`plan CONFIG key=value ...`: a YAML file or a preset name, overridden, validated, prepared."""
+    return prepare(load_config(presets.config_path(config), overrides), version=version)

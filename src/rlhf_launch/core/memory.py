@@ -1,0 +1,366 @@
+"""Memory feasibility: per-role GPU memory and per-node host memory, before submission. Pure.
+
+Training roles (actor, critic), mixed-precision Adam (ZeRO paper: 16 bytes/param):
+  bf16 params 2 B, bf16 grads 2 B, fp32 master + two Adam moments 12 B, partitioned over
+  the role's GPUs by the ZeRO stage (1: optimizer; 2: + grads; 3: + params). Under ZeRO-3
+  DeepSpeed's own estimator (estimate_zero3_model_states_mem_needs) adds 2 B/param and
+  4 B x the largest layer; we add the same, so our figures equal DeepSpeed's.
+  adam_offload (DeepSpeed offload_optimizer=cpu): fp32 master, moments and fp32 grads,
+  16 B/param, live in host RAM, partitioned across the role's ranks; the GPU keeps the bf16
+  params and DeepSpeed's largest-layer buffer.
+  Activations per micro batch (Korthikanti et al. 2022, 16-bit): a layer holds
+  s*b*h*(34 + 5*a*s/h) bytes, the attention-score term gone with flash attention; with
+  gradient checkpointing only each layer's input (2*s*b*h) is kept plus one layer being
+  recomputed. The logits buffer is micro batch x seq x vocab x 4 bytes (fp32).
+Inference roles (ref, reward): bf16 params under their ZeRO stage, on the host with
+  ref_reward_offload; a forward pass's working set (one layer) and, for ref, fp32 logits.
+vLLM engines: weights 2P/TP per GPU; KV-cache budget = gpu_memory_gb x utilization -
+  weights - RUNTIME_OVERHEAD_GIB (CUDA graphs, activations, NCCL); the engine takes its whole
+  utilization share.
+Colocation: what shares a GPU adds up per phase; vLLM sleep frees its share while
+  DeepSpeed trains, DeepSpeed sleep moves actor/critic states to host RAM while vLLM
+  generates. The peak phase is reported.
+Not covered: fragmentation, NCCL buffers outside vLLM, the CUDA context of each process,
+  dataloader and tokenizer memory, host memory while loading checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlhf_launch.core.config import LaunchConfig
+from rlhf_launch.core.findings import Finding, error, warning
+from rlhf_launch.core.placement import declared_nodes, simulate
+from rlhf_launch.core.plan import Plan
+from rlhf_launch.core.shapes import Shape, from_fields, lookup
+
+GIB = 1024**3
+RUNTIME_OVERHEAD_GIB = 3.0
+HEADROOM = 0.10
+
+
+def gib(n_bytes: float) -> float:
+    return n_bytes / GIB
+
+
+def model_states(params: float, largest: float, stage: int, world: int, offload: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """(GPU parts, host parts) in bytes per rank for mixed-precision Adam training."""
+    p, n = params, max(1, world)
+    shard = {0: (1, 1, 1), 1: (1, 1, n), 2: (1, n, n), 3: (n, n, n)}[stage]
+    gpu = {"params": 2 * p / shard[0]}
+    host: dict[str, float] = {}
+    if offload:
+        host = {"optimizer": 12 * p / n, "fp32_grads": 4 * p / n}  # fp32 master + 2 moments; fp32 grads
+    else:
+        gpu["grads"] = 2 * p / shard[1]
+        gpu["optimizer"] = 12 * p / shard[2]
+    if stage == 3:
+        gpu["zero3_buffers"] = 4 * largest + (0 if offload else 2 * p / n)
+    return gpu, host
+
+
+def activations(shape: Shape, micro_batch: int, seq: int, checkpointing: bool, flash: bool) -> float:
+    s, b, h, a = seq, micro_batch, shape.hidden, shape.heads
+    per_layer = s * b * h * (34 + (0 if flash else 5 * a * s / h))
+    if checkpointing:
+        return 2 * s * b * h * shape.layers + per_layer
+    return per_layer * shape.layers
+
+
+@dataclass
+class RoleMemory:
+    role: str
+    shape: str
+    gpus: int
+    parts: dict[str, float]  # GiB per GPU
+    phase: str  # train | generate | always
+    host_parts: dict[str, float] = field(default_factory=dict)  # GiB per rank
+    sleeps: bool = False  # leaves the GPU outside its phase
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def host_per_rank(self) -> float:
+        return sum(self.host_parts.values())
+
+
+@dataclass
+class GroupMemory:
+    name: str
+    roles: list[str]
+    phases: dict[str, float]  # GiB per GPU in each phase
+
+    @property
+    def peak(self) -> float:
+        return max(self.phases.values()) if self.phases else 0.0
+
+    @property
+    def peak_phase(self) -> str:
+        if not self.phases:
+            return ""
+        if len(set(round(v, 6) for v in self.phases.values())) == 1 and len(self.phases) > 1:
+            return "always"
+        return max(self.phases, key=lambda phase: self.phases[phase])
+
+
+@dataclass
+class MemoryReport:
+    roles: list[RoleMemory]
+    groups: list[GroupMemory]
+    host_per_node: dict[str, float]  # GiB, declared node -> need
+    gpu_limit: float
+    host_limit: float | None
+    findings: list[Finding]
+    kv_sequences: float | None = None
+
+    def group_of(self, role: str) -> GroupMemory | None:
+        return next((g for g in self.groups if role in g.roles), None)
+
+    def as_json(self) -> list[dict[str, Any]]:
+        out = []
+        host_peak = max(self.host_per_node.values(), default=0.0)
+        for r in self.roles:
+            group = self.group_of(r.role)
+            peak = group.peak if group else r.gpu
+            out.append(
+                {
+                    "role": r.role,
+                    "shape": r.shape,
+                    "gpus": r.gpus,
+                    "gpu_gib_own": round(r.gpu, 2),
+                    "gpu_gib_peak": round(peak, 2),
+                    "gpu_gib_limit": self.gpu_limit,
+                    "peak_phase": group.peak_phase if group else r.phase,
+                    "shared_with": [x for x in group.roles if x != r.role] if group else [],
+                    "host_gib_per_rank": round(r.host_per_rank, 2),
+                    "host_parts": {k: round(v, 2) for k, v in r.host_parts.items()},
+                    "host_gib_per_node": round(host_peak, 1),
+                    "host_gib_limit": self.host_limit,
+                    "parts": {k: round(v, 2) for k, v in r.parts.items()},
+                    "notes": r.notes,
+                }
+            )
+        return out
+
+
+def _shapes(cfg: LaunchConfig) -> dict[str, tuple[Shape | None, str]]:
+    m = cfg.models
+    explicit = from_fields(m)
+    actor = (explicit, "models.* shape keys") if explicit else lookup(m.actor)
+    reward = lookup(m.reward) if m.reward else (None, "remote reward")
+    if m.critic:
+        critic = lookup(m.critic)
+    elif m.reward and not m.reward_remote_url:
+        critic = reward  # OpenRLHF initialises the critic from the reward model
+    else:
+        critic = actor
+    return {"actor": actor, "ref": actor, "critic": critic, "reward": reward}
+
+
+def estimate(cfg: LaunchConfig, plan: Plan) -> MemoryReport:
+    ds, t, d = cfg.deepspeed, cfg.train, cfg.data
+    seq = d.prompt_max_len + d.generate_max_len
+    limit = cfg.cluster.gpu_memory_gb
+    findings: list[Finding] = []
+    shapes = _shapes(cfg)
+    roles: list[RoleMemory] = []
+    colocate_all = cfg.colocated("all")
+
+    for role in ("actor", "critic", "ref", "reward"):
+        rp = plan.role(role)
+        if not rp.enabled:
+            continue
+        shape, source = shapes[role]
+        if shape is None:
+            key = "models.reward" if role == "reward" else ("models.critic" if role == "critic" else "models.actor")
+            findings.append(
+                warning(
+                    key, f"memory of {role} not estimated: {source}", "point it at a local model directory, or set models.layers/hidden/..."
+                )
+            )
+            continue
+        p = shape.params
+        if role in ("actor", "critic"):
+            gpu, host = model_states(p, shape.largest_layer, ds.zero_stage, rp.gpus, ds.adam_offload)
+            parts = {k: gib(v) for k, v in gpu.items()}
+            parts["activations"] = gib(activations(shape, t.micro_train_batch_size, seq, ds.gradient_checkpointing, ds.flash_attn))
+            if role == "actor":
+                parts["logits"] = gib(t.micro_train_batch_size * seq * shape.vocab * 4)
+            roles.append(
+                RoleMemory(
+                    role,
+                    shape.name,
+                    rp.gpus,
+                    parts,
+                    "train",
+                    {k: gib(v) for k, v in host.items()},
+                    sleeps=colocate_all and ds.enable_sleep,
+                )
+            )
+        else:
+            n = rp.gpus if ds.zero_stage == 3 else 1
+            params_gpu = 0.0 if ds.ref_reward_offload else 2 * p / n
+            host_bytes = 2 * p / n if ds.ref_reward_offload else 0.0
+            parts = {"params": gib(params_gpu)}
+            if ds.zero_stage == 3 or ds.ref_reward_offload:
+                parts["gather_buffer"] = gib(4 * shape.largest_layer)
+            parts["forward"] = gib(seq * t.micro_rollout_batch_size * shape.hidden * 34)
+            if role == "ref":
+                parts["logits"] = gib(t.micro_rollout_batch_size * seq * shape.vocab * 4)
+            roles.append(RoleMemory(role, shape.name, rp.gpus, parts, "always", {"params": gib(host_bytes)} if host_bytes else {}))
+
+    kv_sequences = None
+    if plan.vllm_engines:
+        shape, source = shapes["actor"]
+        if shape is None:
+            findings.append(warning("placement.vllm", f"vLLM memory not estimated: {source}"))
+        else:
+            vllm, kv_sequences = _vllm(cfg, plan, shape, limit, findings)
+            roles.append(vllm)
+
+    groups = _groups(cfg, plan, roles)
+    for g in groups:
+        _check_gpu(g, limit, findings, cfg)
+    host = _host(plan, roles, cfg)
+    _check_host(host, cfg.cluster.host_memory_gb, findings)
+    return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
+
+
+def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: list[Finding]) -> tuple[RoleMemory, float]:
+    v = cfg.placement.vllm
+    tp = plan.vllm_tp
+    weights = gib(2 * shape.params / tp)
+    share = limit * v.gpu_memory_utilization
+    kv_budget = share - weights - RUNTIME_OVERHEAD_GIB
+    kv_heads_per_gpu = max(1, shape.kv_heads // tp)
+    per_token = 2 * shape.layers * kv_heads_per_gpu * shape.head_dim * 2
+    seq = cfg.data.prompt_max_len + cfg.data.generate_max_len
+    sequences = max(0.0, kv_budget) * GIB / (per_token * seq)
+    parts = {"weights": weights, "runtime": RUNTIME_OVERHEAD_GIB, "kv_cache": max(0.0, kv_budget)}
+    notes = [f"KV cache holds ~{sequences:.0f} sequences of {seq} tokens per engine"]
+    if kv_budget <= 0:
+        findings.append(
+            error(
+                "placement.vllm.gpu_memory_utilization",
+                f"vLLM weights ({weights:.1f} GiB per GPU at TP {tp}) plus {RUNTIME_OVERHEAD_GIB:g} GiB runtime exceed its "
+                f"{v.gpu_memory_utilization:g} x {limit:g} = {share:.1f} GiB share: no room for a KV cache",
+                "raise placement.vllm.tensor_parallel_size or gpu_memory_utilization",
+            )
+        )
+    elif sequences < cfg.train.micro_rollout_batch_size:
+        findings.append(
+            warning(
+                "placement.vllm",
+                f"vLLM's KV cache (~{kv_budget:.1f} GiB per GPU) holds ~{sequences:.1f} sequences of {seq} tokens, "
+                f"fewer than micro_rollout_batch_size {cfg.train.micro_rollout_batch_size}",
+                "raise tensor_parallel_size or gpu_memory_utilization",
+            )
+        )
+    sleeps = cfg.colocated("all") and v.enable_sleep
+    return RoleMemory("vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes), sequences
+
+
+def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory]) -> list[GroupMemory]:
+    by_role = {r.role: r for r in roles}
+    out = []
+    for g in plan.groups:
+        members = [by_role[r] for r in g.roles if r in by_role]
+        if not members:
+            continue
+        phases = {}
+        for phase in ("generate", "train"):
+            total = 0.0
+            for r in members:
+                awake = r.phase in (phase, "always")
+                if awake or not r.sleeps:
+                    total += r.gpu
+            phases[phase] = total
+        if len(members) == 1 or all(r.phase == "always" for r in members):
+            phases = {members[0].phase if len(members) == 1 else "always": sum(r.gpu for r in members)}
+        out.append(GroupMemory(g.name, [r.role for r in members], phases))
+    return out
+
+
+def _fixes(group: GroupMemory, cfg: LaunchConfig) -> str:
+    tips = []
+    roles = set(group.roles)
+    if roles & {"actor", "critic"}:
+        if not cfg.deepspeed.adam_offload:
+            tips.append("deepspeed.adam_offload: true")
+        if not cfg.deepspeed.gradient_checkpointing:
+            tips.append("deepspeed.gradient_checkpointing: true")
+        if cfg.deepspeed.zero_stage < 3:
+            tips.append("deepspeed.zero_stage: 3")
+        if cfg.train.micro_train_batch_size > 1:
+            tips.append("a smaller train.micro_train_batch_size")
+    if roles & {"ref", "reward"} and not cfg.deepspeed.ref_reward_offload:
+        tips.append("deepspeed.ref_reward_offload: true")
+    if "vllm" in roles and cfg.colocated("all") and not cfg.placement.vllm.enable_sleep:
+        tips.append("placement.vllm.enable_sleep: true")
+    tips.append("more GPUs for the role")
+    return "; ".join(tips)
+
+
+def _check_gpu(group: GroupMemory, limit: float, findings: list[Finding], cfg: LaunchConfig) -> None:
+    key = f"placement.{group.roles[0]}"
+    shared = f"{'+'.join(group.roles)} ({group.peak_phase} phase)" if len(group.roles) > 1 else group.roles[0]
+    if group.peak > limit:
+        findings.append(
+            error(
+                key,
+                f"{shared} needs {group.peak:.1f} GiB per GPU but a GPU has {limit:g} GiB",
+                _fixes(group, cfg),
+            )
+        )
+    elif group.peak > limit * (1 - HEADROOM):
+        findings.append(
+            warning(key, f"{shared} needs {group.peak:.1f} of {limit:g} GiB per GPU: under {HEADROOM:.0%} headroom", _fixes(group, cfg))
+        )
+
+
+def _host(plan: Plan, roles: list[RoleMemory], cfg: LaunchConfig) -> dict[str, float]:
+    """Host GiB per declared node: each rank's host share, where Ray PACK would put it."""
+    per_rank = {r.role: r.host_per_rank for r in roles}
+    vllm = next((r for r in roles if r.role == "vllm"), None)
+    if vllm is not None and vllm.sleeps:
+        per_rank["vllm"] = vllm.parts["weights"]  # vLLM sleep (level 1) moves weights to host RAM
+    ds_sleep = {r.role: r.parts.get("params", 0.0) for r in roles if r.role in ("actor", "critic") and r.sleeps}
+    sim = simulate(plan.groups, declared_nodes(plan.cluster_nodes, plan.cluster_gpus_per_node))
+    out = {f"node{i}": 0.0 for i in range(plan.cluster_nodes)}
+    for placed in sim.placements:
+        for node, bundles in placed.per_node.items():
+            for role in placed.group.roles:
+                out[node] += bundles * (per_rank.get(role, 0.0) + ds_sleep.get(role, 0.0))
+    return out
+
+
+def _check_host(host: dict[str, float], limit: float | None, findings: list[Finding]) -> None:
+    if not host:
+        return
+    node, need = max(host.items(), key=lambda kv: kv[1])
+    if limit is None:
+        if need > 0:
+            findings.append(
+                warning(
+                    "cluster.host_memory_gb", f"host RAM not checked: the busiest node needs ~{need:.0f} GiB", "set cluster.host_memory_gb"
+                )
+            )
+        return
+    if need > limit:
+        findings.append(
+            error(
+                "cluster.host_memory_gb",
+                f"the busiest node needs ~{need:.0f} GiB of host RAM (offloaded optimizer states and weights) but has {limit:g}",
+                "spread the training roles over more nodes, or turn off deepspeed.ref_reward_offload",
+            )
+        )
+    elif need > limit * (1 - HEADROOM):
+        findings.append(
+            warning(
+                "cluster.host_memory_gb", f"the busiest node needs ~{need:.0f} of {limit:g} GiB host RAM: under {HEADROOM:.0%} headroom"
+            )
+        )

@@ -1,0 +1,1 @@
+"""The runs edge: records, statuses, submission, resume, stop, supervision, checkpoints, logs."""

@@ -1,0 +1,54 @@
+"""A run's logs: the current attempt's, or followed live on into the attempts after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlhf_launch.cluster.jobs import Jobs
+from rlhf_launch.errors import UserError
+from rlhf_launch.runs import lifecycle, supervisor
+from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.record import Attempt, Run
+from rlhf_launch.runs.status import AttemptStatus
+from rlhf_launch.util.poll import poll_until
+
+NEXT_ATTEMPT_WAIT = 3600.0
+
+
+def current(run: Run, jobs: Jobs) -> str:
+    attempt = run.current
+    if attempt is None:
+        raise UserError(f"run {run.run_id} has no attempts")
+    return jobs.logs(attempt.job_id)
+
+
+def follow(run: Run, jobs: Jobs) -> Iterator[str]:
+    """Stream the current attempt until it ends, then the next one while a supervisor runs."""
+    attempt = run.current
+    if attempt is None:
+        raise UserError(f"run {run.run_id} has no attempts")
+    while True:
+        yield f"--- {run.run_id} attempt {attempt.number} ({attempt.job_id})\n"
+        yield from jobs.follow(attempt.job_id)
+        run = lifecycle.observe(runs.load(run.run_id), jobs)
+        nxt = _next_attempt(run.run_id, attempt.number)
+        if nxt is None:
+            yield f"--- {run.run_id}: {runs.load(run.run_id).status}\n"
+            return
+        attempt = nxt
+
+
+def _next_attempt(run_id: str, after: int, wait: float = NEXT_ATTEMPT_WAIT) -> Attempt | None:
+    """The attempt after `after` once Ray has it, or None when no more will come."""
+
+    def check() -> tuple[Attempt | None] | None:
+        run = runs.load(run_id)
+        attempt = run.current
+        if attempt and attempt.number > after and attempt.status is not AttemptStatus.SUBMITTING:
+            return (attempt,)
+        if run.final or not supervisor.watcher_alive(run_id):
+            return (None,)
+        return None  # a supervisor may still submit one
+
+    found = poll_until(check, wait, 1.0)
+    return found[0] if found else None

@@ -1,0 +1,221 @@
+"""The run registry: one JSON record per run under the state dir, written atomically.
+
+A record holds a run's resolved config, rendered argv, OpenRLHF version, cluster address and
+every attempt, so `resume` works after the cluster restarted and Ray's job table is gone.
+Writes go to a temp file that is fsynced and renamed over the record, under a per-run lock:
+a crash mid-write leaves the previous record intact. Records are never deleted; one that
+cannot be read is reported with its path (`RecordUnreadable`) and left as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlhf_launch.errors import RecordUnreadable, UserError
+from rlhf_launch.runs.status import AttemptStatus, RunStatus
+from rlhf_launch.util import filelock
+
+
+def state_dir() -> Path:
+    if os.environ.get("RLHF_LAUNCH_HOME"):
+        return Path(os.environ["RLHF_LAUNCH_HOME"]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "rlhf-launch"
+
+
+def runs_dir() -> Path:
+    return state_dir() / "runs"
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Attempt:
+    number: int
+    job_id: str
+    reason: str  # submit | resume | auto-resume | placement-retry
+    load_checkpoint: bool
+    submitted: float
+    status: AttemptStatus = AttemptStatus.PENDING
+    ended: float | None = None
+    message: str = ""
+    resumed_from_step: int | None = None
+
+
+@dataclass
+class Run:
+    run_id: str
+    name: str
+    created: float
+    address: str
+    openrlhf_version: str
+    config: dict[str, Any]
+    config_hash: str
+    config_source: str
+    overrides: list[str]
+    argv: list[str]  # without the checkpoint load flag
+    runtime_env: dict[str, Any]  # as shown: the W&B key redacted
+    ckpt_path: str
+    attempts: list[Attempt] = field(default_factory=list)
+    status: RunStatus = RunStatus.PENDING
+    stopped_by_user: bool = False
+    auto_resume: int = 0
+    backoff: float = 10.0
+    supervisor_pid: int | None = None
+
+    @property
+    def current(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def auto_resumes_used(self) -> int:
+        return sum(1 for a in self.attempts if a.reason == "auto-resume")
+
+    @property
+    def final(self) -> bool:
+        return self.status.is_final()
+
+    def job_id(self, number: int) -> str:
+        return f"{self.run_id}-{number}"
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields `cls` has (records written by other launcher versions may have more)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def from_json(data: dict[str, Any]) -> Run:
+    attempts = []
+    for raw in data.get("attempts", []):
+        entry = _known(Attempt, raw)
+        entry["status"] = AttemptStatus(entry.get("status", "PENDING"))
+        attempts.append(Attempt(**entry))
+    fields = _known(Run, data)
+    fields["attempts"] = attempts
+    fields["status"] = RunStatus(fields.get("status", "PENDING"))
+    if "supervisor_pid" not in fields and "watcher_pid" in data:
+        fields["supervisor_pid"] = data["watcher_pid"]
+    return Run(**fields)
+
+
+def path_of(run_id: str) -> Path:
+    return runs_dir() / f"{run_id}.json"
+
+
+def new_run_id(name: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime())
+    runs_dir().mkdir(parents=True, exist_ok=True)
+    run_id, n = f"{name}-{stamp}", 1
+    while path_of(run_id).exists():
+        n += 1
+        run_id = f"{name}-{stamp}-{n}"
+    return run_id
+
+
+def save(run: Run) -> None:
+    """Atomic: write a temp file, fsync, rename over the record, fsync the directory."""
+    directory = runs_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    target = path_of(run.run_id)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    data = json.dumps(run.as_json(), indent=2, sort_keys=True, default=str).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _read(path: Path) -> Run:
+    try:
+        return from_json(json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+        raise RecordUnreadable(str(path), f"{type(exc).__name__}: {exc}") from None
+    except OSError as exc:
+        raise RecordUnreadable(str(path), exc.strerror or str(exc)) from None
+
+
+def load(run_id: str) -> Run:
+    path = path_of(run_id)
+    if not path.exists():
+        raise UserError(f"no run {run_id!r} in {runs_dir()}", hint="rlhf-launch runs lists the runs")
+    return _read(path)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Every record under the state dir: the readable runs (oldest first) and the others."""
+
+    runs: list[Run]
+    unreadable: list[RecordUnreadable]
+
+
+def listing() -> Listing:
+    directory = runs_dir()
+    if not directory.is_dir():
+        return Listing([], [])
+    runs, bad = [], []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            runs.append(_read(path))
+        except RecordUnreadable as exc:
+            bad.append(exc)
+    return Listing(sorted(runs, key=lambda r: r.created), bad)
+
+
+def all_runs() -> list[Run]:
+    return listing().runs
+
+
+def find(run_id: str | None) -> Run:
+    """A run by id (or unique prefix); None = the latest run."""
+    if run_id:
+        if path_of(run_id).exists():
+            return load(run_id)
+        matches = [r for r in all_runs() if r.run_id.startswith(run_id)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UserError(f"{run_id!r} matches {len(matches)} runs", hint=", ".join(r.run_id for r in matches[:5]))
+        return load(run_id)
+    runs = all_runs()
+    if not runs:
+        raise UserError("no runs yet", hint="rlhf-launch submit CONFIG")
+    return runs[-1]
+
+
+@contextmanager
+def locked(run_id: str) -> Iterator[None]:
+    """Serialise read-modify-write of one record between processes."""
+    with filelock.locked(runs_dir() / f".{run_id}.lock"):
+        yield
+
+
+def update(run_id: str, change: Callable[[Run], None]) -> Run:
+    with locked(run_id):
+        run = load(run_id)
+        change(run)
+        save(run)
+        return run

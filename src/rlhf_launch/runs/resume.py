@@ -1,0 +1,69 @@
+"""Resume a recorded run: the same arguments plus the release's checkpoint load flag."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlhf_launch.cluster import live as live_check
+from rlhf_launch.cluster.connection import Cluster
+from rlhf_launch.cluster.dashboard import normalize
+from rlhf_launch.core.findings import Finding
+from rlhf_launch.errors import UserError
+from rlhf_launch.runs import checkpoints, lifecycle
+from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.record import Attempt, Run
+
+
+@dataclass
+class Resumed:
+    run: Run
+    attempt: Attempt | None
+    checkpoint: checkpoints.CheckpointState | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.attempt is not None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run.run_id,
+            "job_id": self.attempt.job_id if self.attempt else None,
+            "attempt": self.attempt.number if self.attempt else None,
+            "checkpoint": self.checkpoint.as_json() if self.checkpoint else None,
+            "findings": [f.as_dict() for f in self.findings],
+            "ok": self.ok,
+        }
+
+
+def resume(record: Run, overrides: list[str], cluster: Cluster, *, force: bool, allow_fresh: bool, moved: bool = False) -> Resumed:
+    """moved: `cluster` is a new address for the run (the cluster was restarted elsewhere)."""
+    if moved and cluster.address != record.address:
+        record = runs.update(record.run_id, lambda r: setattr(r, "address", normalize(cluster.address)))
+    jobs = cluster.checked().jobs
+    record = lifecycle.observe(record, jobs)
+    current = record.current
+    if current is not None and current.status.is_live():
+        raise UserError(
+            f"run {record.run_id} is still running (attempt {current.number}, {current.job_id}: {current.status})",
+            hint=f"rlhf-launch stop {record.run_id} first, or follow it with rlhf-launch logs {record.run_id} --follow",
+        )
+    launch = lifecycle.launch_for(record, overrides, load_checkpoint=True)
+    changed = lifecycle.changed_sensitive_keys(record.config, lifecycle.config_dict(launch.cfg))
+    if changed and not force:
+        raise UserError(
+            f"these overrides change what the checkpoint was made with: {', '.join(changed)}",
+            hint="OpenRLHF needs the same layout and batch sizes to load it; pass --force if you mean it",
+        )
+    if not launch.ok:
+        errors = [f for f in launch.findings if f.level == "error"]
+        raise UserError(f"the resumed config is invalid: {errors[0].key}: {errors[0].message}")
+    state, findings = checkpoints.discover(jobs, record.ckpt_path)
+    findings += checkpoints.resume_findings(state, allow_fresh)
+    findings += live_check.check(launch, cluster).findings
+    if any(f.level == "error" for f in findings):
+        return Resumed(record, None, state, findings)
+    attempt = lifecycle.submit_attempt(jobs, record.run_id, launch, "resume", load_checkpoint=True)
+    runs.update(record.run_id, lambda r: setattr(r.attempts[-1], "resumed_from_step", state.latest_step))
+    return Resumed(runs.load(record.run_id), attempt, state, findings)

@@ -1,0 +1,1 @@
+"""Small helpers the edges share: waiting with a deadline, file locks."""

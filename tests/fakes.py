@@ -1,0 +1,79 @@
+"""A stand-in for the cluster's job API (cluster.jobs.Jobs), for fast unit tests of the run
+lifecycle without Ray: jobs live in a dict, and `fail_with` makes every call raise."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from rlhf_launch.cluster.jobs import JobInfo, JobStatus
+from rlhf_launch.errors import ClusterError, ClusterRefused, JobNotFound
+
+
+class FakeJobs:
+    address = "http://fake-cluster:8265"
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobInfo] = {}
+        self.fail_with: ClusterError | None = None
+        self.calls: list[tuple[str, str]] = []
+
+    def _call(self, verb: str, job_id: str = "") -> None:
+        self.calls.append((verb, job_id))
+        if self.fail_with is not None:
+            raise self.fail_with
+
+    def submit(self, entrypoint: str, runtime_env: dict[str, Any], job_id: str, metadata: dict[str, str]) -> str:
+        self._call("submit", job_id)
+        if job_id in self.jobs:
+            raise ClusterRefused(f"Job with submission_id {job_id} already exists")
+        self.jobs[job_id] = JobInfo(job_id, JobStatus.PENDING, entrypoint, runtime_env, metadata, "", time.time(), None)
+        return job_id
+
+    def info(self, job_id: str) -> JobInfo:
+        self._call("info", job_id)
+        if job_id not in self.jobs:
+            raise JobNotFound(f"no job {job_id}")
+        return self.jobs[job_id]
+
+    def status(self, job_id: str) -> JobStatus:
+        return self.info(job_id).status
+
+    def logs(self, job_id: str) -> str:
+        self._call("logs", job_id)
+        return ""
+
+    def stop(self, job_id: str) -> bool:
+        self._call("stop", job_id)
+        info = self.jobs.get(job_id)
+        if info is None or info.status.is_terminal():
+            return False
+        self.set(job_id, JobStatus.STOPPED)
+        return True
+
+    def wait_terminal(self, job_id: str, seconds: float, interval: float = 0.3) -> JobStatus:
+        return self.status(job_id)
+
+    def list(self) -> list[JobInfo]:
+        self._call("list")
+        return list(self.jobs.values())
+
+    def set(self, job_id: str, status: JobStatus, message: str = "") -> None:
+        ended = time.time() if status.is_terminal() else None
+        self.jobs[job_id] = replace(self.jobs[job_id], status=status, message=message, end_time=ended)
+
+    def submitted(self) -> list[str]:
+        return [job for verb, job in self.calls if verb == "submit"]
+
+
+class FakeCluster:
+    """What cluster.connection.Cluster offers, over a FakeJobs."""
+
+    def __init__(self, jobs: FakeJobs) -> None:
+        self.jobs = jobs
+        self.address = jobs.address
+
+    def checked(self) -> FakeCluster:
+        self.jobs._call("check")
+        return self
