@@ -17,7 +17,15 @@ Figures and targets:
   preflight_*              preflight on simulated 1, 64, 1024-node snapshots;
                            *_per_node_growth is time per node relative to the
                            smaller size (1.0 = linear)                         <= ~1.5
-  auto_resume_latency      trainer job FAILED -> resubmitted attempt RUNNING   <= poll + 2 s
+  auto_resume_latency      trainer job FAILED -> resubmitted attempt RUNNING,
+                           by the cluster-side supervisor                     <= poll + 2 s
+  stop_to_gpus_free        `rlhf-launch stop` of a running run -> its GPUs free
+                           (median and max of 10)                             < 10 s
+  runs_1000_records_s      `rlhf-launch runs --json` with 1,000 records, and
+                           runs_1000_vs_10_per_record: time per record against
+                           10 records (1.0 = linear)                          (context)
+  diagnose_1gb_s           diagnose on a 1 GB synthetic driver log, failure at
+                           the end / *_deep_s: its root cause ~100 MB before   <= 1 s
 """
 
 from __future__ import annotations
@@ -191,13 +199,23 @@ class _Cluster:
         )
 
     def settle(self) -> None:
-        for job in self.jobs.list():
-            if job.status in ("PENDING", "RUNNING"):
-                self.jobs.stop(job.job_id)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(j.status in ("PENDING", "RUNNING") for j in self.jobs.list()):
-            time.sleep(0.3)
-        self.local.wait_free(32)
+        """Nothing of an earlier sample left: every job stopped and proven gone (processes
+        included: a stop while Ray sets up a runtime env may otherwise leave a trainer)."""
+        from rlhf_launch.cluster import sweep
+        from rlhf_launch.cluster.connection import Cluster
+        from rlhf_launch.runs import gone
+
+        live = [j for j in self.jobs.list() if not j.status.is_terminal()]
+        for job in live:
+            self.jobs.stop(job.job_id)
+        if live:
+            cluster = Cluster.at(self.local.address, str(self.local.token_file))
+            ids = [j.job_id for j in live]
+            runs = sorted({j.runtime_env.get("env_vars", {}).get("RLHF_LAUNCH_RUN", "") for j in live} - {""})
+            left = gone.wait_gone(self.jobs, cluster.dashboard, ids, lambda r, j: sweep.by_probe_job(self.jobs, r, j), 90, runs=runs)
+            if left:
+                raise SystemExit("bench: could not clear the cluster: " + "; ".join(x for lo in left for x in lo.describe()))
+        self.local.wait_free(32, timeout=90)
 
 
 def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
@@ -219,7 +237,7 @@ def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
         cluster.local.address,
         "--no-wait",
         "--runtime-env-json",
-        json.dumps(plan["runtime_env"]),
+        json.dumps({**plan["runtime_env"], "env_vars": {**plan["runtime_env"].get("env_vars", {}), "RLHF_LAUNCH_RUN": "bench-ray"}}),
         "--",
         plan["entrypoint"],
     ]
@@ -280,22 +298,153 @@ def bench_auto_resume(cluster: _Cluster, reps: int, work: Path, poll: float = 1.
     say("auto_resume_poll_s", poll, "s")
 
 
+def bench_stop(cluster: _Cluster, reps: int, work: Path) -> None:
+    """`rlhf-launch stop` of a running run until its GPUs are free again, as Ray reports."""
+    seconds = []
+    for rep in range(reps):
+        cluster.settle()
+        env = cluster.env(work / "state-stop")
+        argv = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *_standin(work / f"ckpt-stop{rep}", STANDIN_STEPS="1000"), "--json"]
+        run_id = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout)["run_id"]
+        cluster.local.wait_used(8, timeout=120)
+        start = time.monotonic()
+        done = subprocess.run([str(BIN / "rlhf-launch"), "stop", run_id, "--json"], capture_output=True, text=True, env=env, cwd=ROOT)
+        if done.returncode != 0:
+            raise SystemExit(f"bench: stop failed: {done.stdout[-1000:]}{done.stderr[-1000:]}")
+        cluster.local.wait_free(32, timeout=120)
+        seconds.append(time.monotonic() - start)
+    say("stop_to_gpus_free_s", statistics.median(seconds), "s(target<10)")
+    say("stop_to_gpus_free_max_s", max(seconds), "s(target<10)")
+
+
+def bench_runs(reps: int) -> None:
+    """`rlhf-launch runs --json` over 1,000 finished runs' records, and over 10."""
+    from rlhf_launch.runs.record import Attempt, Run, save
+    from rlhf_launch.runs.status import AttemptStatus, RunStatus
+
+    with tempfile.TemporaryDirectory() as tmp:
+        homes = {n: Path(tmp) / f"home{n}" for n in (10, 1000)}
+        for n, home in homes.items():
+            os.environ["RLHF_LAUNCH_HOME"] = str(home)
+            for i in range(n):
+                run_id = f"bench-{i:05d}"
+                attempt = Attempt(1, f"{run_id}-1", "submit", False, 1.0, AttemptStatus.SUCCEEDED, 2.0)
+                save(
+                    Run(
+                        run_id,
+                        "bench",
+                        float(i),
+                        "http://127.0.0.1:9",
+                        "0.11.2",
+                        {},
+                        "0",
+                        "bench",
+                        [],
+                        [],
+                        {},
+                        "/ckpt",
+                        [attempt],
+                        RunStatus.SUCCEEDED,
+                    )
+                )
+        os.environ.pop("RLHF_LAUNCH_HOME")
+        envs = {n: clean_env({"RLHF_LAUNCH_HOME": str(home), "RAY_API_SERVER_ADDRESS": "http://127.0.0.1:9"}) for n, home in homes.items()}
+        samples: dict[int, list[float]] = {10: [], 1000: []}
+        for _ in range(max(3, reps)):
+            for n in samples:
+                samples[n].append(timed([str(BIN / "rlhf-launch"), "runs", "--json"], envs[n]))
+    many, few = statistics.median(samples[1000]), statistics.median(samples[10])
+    say("runs_1000_records_s", many, "s")
+    say("runs_10_records_s", few, "s")
+    say("runs_1000_vs_10_per_record", (many / 1000) / (few / 10), "ratio(1=linear)")
+
+
+def _synthetic_log(path: Path, size: int, decisive_back: int) -> None:
+    """An OpenRLHF 0.11-like driver log of `size` bytes: steps of Ray-prefixed vLLM, tqdm and
+    metrics lines; then either a CUDA OOM at the end, or a node death followed by
+    `decisive_back` bytes of idle lines before the survivors' NCCL timeout."""
+    step_lines = []
+    for k in range(240):
+        step_lines += [
+            f"(RolloutRayActor pid=48211, ip=10.0.0.2) INFO 09-14 10:{k % 60:02d}:11 [loggers.py:123] Engine 000: Avg prompt "
+            f"throughput: {k * 1.5:.1f} tokens/s, Avg generation throughput: {k * 12.25:.1f} tokens/s, Running: {k % 64} reqs",
+            f"(PPOTrainer pid=4182) Generate samples:  {k % 100:2d}%|####      | {k}/1024 [00:{k % 60:02d}<01:13,  9.1it/s]\r",
+            f"(PolicyModelActor pid=5120, ip=10.0.0.3) Train epoch [1/1]:  {k % 100:2d}%|#####     | {k % 64}/64 [00:13<00:01, "
+            "1.83s/it, act_loss=0.795, reward=0.17, kl=0.0012, act_lr=1e-06]",
+            "(RolloutRayActor pid=48213, ip=10.0.0.4) INFO 09-14 10:02:11 agent.py:120] sample finished [repeated 7x across cluster]",
+        ]
+    block = ("\n".join(step_lines) + "\n").encode()
+    idle = (
+        b"(RolloutRayActor pid=48211, ip=10.0.0.2) INFO 09-14 11:02:11 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 "
+        b"tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, GPU KV cache usage: 0.0%\n"
+        b"(PolicyModelActor pid=5120, ip=10.0.0.3) make_experience:   0%|          | 0/128 [10:02<?, ?it/s]\n"
+    ) * 4000
+    nccl = (
+        b"(PolicyModelActor pid=5120, ip=10.0.0.3) [rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        b"collective operation timeout: WorkNCCL(SeqNum=17284, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1800031 milliseconds\n"
+        b"Job 'raysubmit_bench' failed\n"
+    )
+    with path.open("wb") as out:
+        written, step = 0, 0
+        while written < size - decisive_back:
+            step += 1
+            metrics = (
+                f"(PPOTrainer pid=4182) INFO 09-14 10:02:11 ppo_trainer.py:551] \u2728 Global step {step}: {{'kl': 0.01, 'reward': 0.5}}\n"
+            )
+            out.write(block + metrics.encode())
+            written += len(block) + len(metrics)
+        if decisive_back:
+            out.write(b"2024-04-11 16:38:16,464 WARNING worker.py:2037 -- The node with node id: 8f205b12 and address: 10.0.0.7 has been ")
+            out.write(b"marked dead because the detector has missed too many heartbeats from it.\n")
+            for _ in range(decisive_back // len(idle) + 1):
+                out.write(idle)
+        else:
+            out.write(b"(PolicyModelActor pid=5120) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+        out.write(nccl)
+
+
+def bench_diagnose(reps: int) -> None:
+    from rlhf_launch.runs.diagnose import diagnose_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "driver.log"
+        for name, back, expected in (("diagnose_1gb_s", 0, "gpu_oom"), ("diagnose_1gb_deep_s", 100 << 20, "node_lost")):
+            _synthetic_log(path, 1 << 30, back)
+            diagnose_file(path)  # warm the page cache
+            samples = []
+            for _ in range(max(3, reps)):
+                start = time.perf_counter()
+                found = diagnose_file(path)
+                samples.append(time.perf_counter() - start)
+                if str(found.cls) != expected:
+                    raise SystemExit(f"{name}: diagnosed {found.cls}, expected {expected}")
+            path.unlink()
+            say(name, statistics.median(samples), "s(target<=1)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
-    parser.add_argument("--only", default="cli,preflight,submit,auto_resume", help="comma-separated parts")
+    parser.add_argument("--only", default="cli,preflight,diagnose,runs,submit,stop,auto_resume", help="comma-separated parts")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     if "cli" in parts:
         bench_cli(args.reps)
     if "preflight" in parts:
         bench_preflight(args.reps)
-    if parts & {"submit", "auto_resume"}:
+    if "diagnose" in parts:
+        bench_diagnose(args.reps)
+    if "runs" in parts:
+        bench_runs(args.reps)
+    if parts & {"submit", "stop", "auto_resume"}:
         with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
             if "submit" in parts:
                 bench_submit(cluster, max(5, args.reps), Path(tmp))
+            if "stop" in parts:
+                bench_stop(cluster, 10, Path(tmp))
             if "auto_resume" in parts:
                 bench_auto_resume(cluster, max(5, args.reps // 2 + 2), Path(tmp))
+            cluster.settle()
 
 
 if __name__ == "__main__":

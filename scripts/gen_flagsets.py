@@ -14,6 +14,7 @@ sample per prompt, and the pins.
     python scripts/gen_flagsets.py                    # refresh every shipped release
     python scripts/gen_flagsets.py --wheels DIR ...   # use (and keep) archives in DIR
 
+Then it derives the renames between releases again (scripts/gen_renames.py).
 --default rewrites: openrlhf/releases.py (DEFAULT), every preset's `openrlhf.version`, the
 `cluster` extra of pyproject.toml, the version ARGs of docker/Dockerfile, the default image
 of scripts/run-node.sh and the image tags in README.md. tests/test_releases.py checks that
@@ -162,6 +163,7 @@ def main() -> None:
             target = OUT / f"{version}.json"
             target.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
             print(f"{version}: {len(data['flags'])} flags, pins {data['pins']} -> {target.relative_to(ROOT)}")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_renames.py")], check=True)
     if args.default:
         make_default(versions[0])
 

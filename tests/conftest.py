@@ -76,3 +76,18 @@ def cli_env(cluster):
         "RAY_API_SERVER_ADDRESS": cluster.address,
         "RLHF_LAUNCH_HOME": str(cluster.workdir / "state"),
     }
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fresh state dir (RLHF_LAUNCH_HOME) for this test."""
+    monkeypatch.setenv("RLHF_LAUNCH_HOME", str(tmp_path / "state"))
+    return tmp_path
+
+
+@pytest.fixture
+def jobs():
+    """A fake job API (tests/fakes.py)."""
+    from fakes import FakeJobs
+
+    return FakeJobs()

@@ -16,6 +16,7 @@ class FakeJobs:
 
     def __init__(self) -> None:
         self.jobs: dict[str, JobInfo] = {}
+        self.driver_logs: dict[str, str] = {}
         self.fail_with: ClusterError | None = None
         self.calls: list[tuple[str, str]] = []
 
@@ -42,7 +43,7 @@ class FakeJobs:
 
     def logs(self, job_id: str) -> str:
         self._call("logs", job_id)
-        return ""
+        return self.driver_logs.get(job_id, "")
 
     def stop(self, job_id: str) -> bool:
         self._call("stop", job_id)
@@ -59,9 +60,11 @@ class FakeJobs:
         self._call("list")
         return list(self.jobs.values())
 
-    def set(self, job_id: str, status: JobStatus, message: str = "") -> None:
+    def set(self, job_id: str, status: JobStatus, message: str = "", log: str | None = None) -> None:
         ended = time.time() if status.is_terminal() else None
         self.jobs[job_id] = replace(self.jobs[job_id], status=status, message=message, end_time=ended)
+        if log is not None:
+            self.driver_logs[job_id] = log
 
     def submitted(self) -> list[str]:
         return [job for verb, job in self.calls if verb == "submit"]
@@ -77,3 +80,24 @@ class FakeCluster:
     def checked(self) -> FakeCluster:
         self.jobs._call("check")
         return self
+
+
+def running_run(jobs: FakeJobs, auto_resume: int = 2):
+    """A recorded run of the tiny preset whose first attempt Ray reports RUNNING."""
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.core.launch import prepare
+    from rlhf_launch.runs import lifecycle
+    from rlhf_launch.runs import record as runs
+    from rlhf_launch.runs.status import AttemptStatus, RunStatus
+
+    from conftest import CONFIGS
+
+    launch = prepare(load_config(CONFIGS / "tiny-1node.yaml"), environ={})
+    run = lifecycle.new_run(launch, jobs.address, "tiny-1node", [], lifecycle.Policy(auto_resume=auto_resume, backoff=0, poll=0.01))
+    attempt = lifecycle.submit_attempt(
+        jobs, run.run_id, "submit", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=False
+    )
+    jobs.set(attempt.job_id, JobStatus.RUNNING)
+    run = lifecycle.observe(runs.load(run.run_id), jobs)
+    assert run.status is RunStatus.RUNNING and run.current.status is AttemptStatus.RUNNING
+    return run

@@ -249,6 +249,18 @@ class LocalCluster:
                 return pid
         raise LookupError(f"no raylet under worker {worker}")
 
+    def dashboard_pid(self) -> int:
+        """The head's dashboard process (it serves the job and state APIs)."""
+        head = self.procs[0]
+        for pid in descendants(head.pid):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "dashboard/dashboard.py" in cmd:
+                return pid
+        raise LookupError("no dashboard process under the head")
+
     # ------------------------------------------------------------- stop
     def stop(self) -> None:
         pids: set[int] = set()
@@ -270,3 +282,31 @@ class LocalCluster:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def processes_of_run(run_id: str) -> list[dict]:
+    """Processes on this machine (every test node is here) that carry the run's marker."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and f"RLHF_LAUNCH_RUN={run_id}".encode() in environ:
+            job = next((e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"RLHF_LAUNCH_JOB=")), "")
+            out.append({"pid": int(entry.name), "cmd": cmd, "job": job})
+    return out
+
+
+def trainers_of_run(run_id: str) -> list[dict]:
+    """The stand-in trainer processes (job drivers) of a run."""
+    out = []
+    for proc in processes_of_run(run_id):
+        words = proc["cmd"].split()
+        if words and "python" in Path(words[0]).name and "openrlhf.cli.train_ppo_ray" in words:
+            out.append(proc)
+    return out

@@ -101,5 +101,12 @@ def test_dead_code_stays_gone(name):
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text())
         defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        defined |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        top = [*tree.body, *(n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body)]  # module and class level
+        defined |= {
+            t.id
+            for n in top
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in getattr(n, "targets", [getattr(n, "target", None)])
+            if isinstance(t, ast.Name)
+        }
         assert name not in defined, path

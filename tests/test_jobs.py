@@ -95,7 +95,8 @@ def test_submit_runs_to_success_with_exactly_the_planned_job(cluster, cli_env, c
     wait_run(cli_env, run_id, ("SUCCEEDED",))
     info = cluster.jobs().info(job_id)
     assert info.entrypoint == plan["entrypoint"]
-    assert info.runtime_env == plan["runtime_env"]
+    markers = {"RLHF_LAUNCH_RUN": run_id, "RLHF_LAUNCH_JOB": job_id}  # how stop and the supervisor find its processes
+    assert info.runtime_env == {**plan["runtime_env"], "env_vars": {**plan["runtime_env"]["env_vars"], **markers}}
     assert info.metadata["rlhf_launch_run"] == run_id and info.metadata["rlhf_launch_attempt"] == "1"
     seen = attempts_seen(ckpt)
     assert len(seen) == 1 and seen[0]["argv"] == plan["trainer_argv"]
@@ -201,8 +202,8 @@ def test_resume_refusals(cluster, cli_env, ckpt):
 def test_auto_resume_survives_one_crash_and_finishes(cluster, cli_env, ckpt):
     out = submit(cli_env, *standin(ckpt, steps=8, crash_at=5), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1"))
     run_id = out["run_id"]
-    assert out["watcher_pid"]
-    row = wait_run(cli_env, run_id, ("SUCCEEDED", "GAVE_UP"))  # FAILED is passing: the watcher resumes
+    assert out["supervisor_job"] == f"{run_id}-supervisor-1"
+    row = wait_run(cli_env, run_id, ("SUCCEEDED", "GAVE_UP"))  # FAILED is passing: the supervisor resumes
     assert row["status"] == "SUCCEEDED"
     rec = record(cli_env, run_id)
     assert [a["status"] for a in rec["attempts"]] == ["FAILED", "SUCCEEDED"]
@@ -211,22 +212,22 @@ def test_auto_resume_survives_one_crash_and_finishes(cluster, cli_env, ckpt):
 
 
 def test_auto_resume_gives_up_after_the_third_failure(cluster, cli_env, ckpt):
+    """Three retriable failures, each further on: two automatic resumes, then GAVE_UP."""
     out = submit(
-        cli_env, *standin(ckpt, steps=8, crash_at=3, crash_times=99), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1")
+        cli_env, *standin(ckpt, steps=10, crash_at="3,5,7", crash_times=99), extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1")
     )
     run_id = out["run_id"]
-    row = wait_run(cli_env, run_id, ("GAVE_UP", "SUCCEEDED"))
+    row = wait_run(cli_env, run_id, ("GAVE_UP", "SUCCEEDED", "FAILED"))
     assert row["status"] == "GAVE_UP"
     rec = record(cli_env, run_id)
     assert [a["status"] for a in rec["attempts"]] == ["FAILED", "FAILED", "FAILED"]
-    assert len(attempts_seen(ckpt)) == 3
-    from rlhf_launch.runs.supervisor import watcher_alive
-
-    with in_env(cli_env):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and watcher_alive(run_id):
-            time.sleep(0.5)
-        assert not watcher_alive(run_id)
+    assert [a["diagnosis"]["step"] for a in rec["attempts"]] == [2, 4, 6]
+    assert [a["start_step"] for a in attempts_seen(ckpt)] == [0, 2, 4]
+    jobs = cluster.jobs()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not jobs.status(f"{run_id}-supervisor-1").is_terminal():
+        time.sleep(0.5)
+    assert jobs.status(f"{run_id}-supervisor-1").value == "SUCCEEDED"  # it ended by itself, having given up
 
 
 def test_a_stopped_run_is_not_auto_resumed(cluster, cli_env, ckpt):

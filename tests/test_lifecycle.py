@@ -3,38 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeCluster, FakeJobs
+from fakes import FakeCluster, running_run
 
 from rlhf_launch.cluster.jobs import JobStatus
-from rlhf_launch.core.config import load_config
-from rlhf_launch.core.launch import prepare
 from rlhf_launch.errors import AuthRejected, ClusterTimeout, ClusterUnreachable
 from rlhf_launch.runs import lifecycle
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
-
-from conftest import CONFIGS
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("RLHF_LAUNCH_HOME", str(tmp_path / "state"))
-    return tmp_path
-
-
-@pytest.fixture
-def jobs():
-    return FakeJobs()
-
-
-def running_run(jobs: FakeJobs) -> runs.Run:
-    launch = prepare(load_config(CONFIGS / "tiny-1node.yaml"), environ={})
-    run = lifecycle.new_run(launch, jobs.address, "tiny-1node", [], auto_resume=2, backoff=0)
-    attempt = lifecycle.submit_attempt(jobs, run.run_id, launch, "submit", load_checkpoint=False)
-    jobs.set(attempt.job_id, JobStatus.RUNNING)
-    run = lifecycle.observe(runs.load(run.run_id), jobs)
-    assert run.status is RunStatus.RUNNING and run.current.status is AttemptStatus.RUNNING
-    return run
 
 
 @pytest.mark.parametrize(

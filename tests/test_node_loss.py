@@ -1,4 +1,4 @@
-"""A worker node dies under a run: the job fails, the watcher waits for GPUs, then resumes."""
+"""A worker node dies under a run: the job fails, the supervisor waits for GPUs, then resumes."""
 
 from __future__ import annotations
 
@@ -49,16 +49,17 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
     first = attempts_seen(ckpt)[0]
     assert first["nodes"] == 2 and first["gpus"] == 16
     os.kill(small_cluster.raylet_pid(0), signal.SIGKILL)
-    log_file = tmp_path / "state" / "runs" / f"{run_id}.watch.log"
+    jobs = small_cluster.jobs()
+    supervisor_log = lambda: jobs.logs(f"{run_id}-supervisor-1")  # noqa: E731
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and "waiting for the cluster to have 16 GPUs again" not in log_file.read_text():
+    while time.monotonic() < deadline and "waiting for the cluster to have 16 GPUs again" not in supervisor_log():
         time.sleep(1)
-    # the watcher waits for the GPUs instead of leaving an attempt hung at placement
-    assert "waiting for the cluster to have 16 GPUs again" in log_file.read_text()
+    # the supervisor waits for the GPUs instead of leaving an attempt hung at placement
+    assert "waiting for the cluster to have 16 GPUs again" in supervisor_log()
     assert record(env, run_id)["attempts"][0]["status"] == "FAILED"
     small_cluster.add_worker()
     row = wait_run(env, run_id, ("SUCCEEDED", "GAVE_UP"), timeout=240)
-    assert row["status"] == "SUCCEEDED", log_file.read_text()
+    assert row["status"] == "SUCCEEDED", supervisor_log()
     rec = record(env, run_id)
     statuses = [a["status"] for a in rec["attempts"]]
     assert statuses[0] == "FAILED" and statuses[-1] == "SUCCEEDED"
@@ -66,6 +67,13 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
     assert sum(a["reason"] == "auto-resume" for a in rec["attempts"]) == 1
     last = attempts_seen(ckpt)[-1]
     assert last["start_step"] >= 2 and last["argv"][-1] == "--ckpt.load_enable" and last["nodes"] == 2
+    # resumed from the latest checkpoint: saved steps 2, 4, ... with no gap, each written by one trainer
+    saves = [json.loads(line) for line in (ckpt / ".standin_saves.jsonl").read_text().splitlines()]
+    steps = [s["step"] for s in saves]
+    assert sorted(set(steps)) == list(range(2, 31, 2))
+    assert len(steps) == len(set(steps)), "a step was written by two trainers"
+    by_job = [s["job"] for s in sorted(saves, key=lambda s: s["time"])]
+    assert by_job == sorted(by_job, key=lambda job: int(job.rsplit("-", 1)[1]))  # attempts never interleave
 
 
 def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):

@@ -258,6 +258,37 @@ EXPECTED = {
             r"the `case` is decided by values the script does not set itself \(variable \$MODE",
         ],
     ),
+    "ours-import-flat-0.9.sh": dict(
+        launcher="ray job submit",
+        line=12,
+        ray_address="http://127.0.0.1:8265",
+        runtime_env={"working_dir": "/openrlhf", "pip": ["math-verify"], "env_vars": {"NCCL_DEBUG": "WARN", "WANDB_API_KEY": "$WANDB_KEY"}},
+        flags={
+            "--actor_num_gpus": "4",
+            "--vllm_gpu_mem": "0.6",
+            "--critic_pretrain": "Qwen/Qwen2.5-7B-Instruct",
+            "--use_wandb": "$WANDB_KEY",
+        },
+        contains=["--ref_reward_offload", "--load_checkpoint"],
+        last="qwen-ppo",
+        warnings=[r"variable \$WANDB_KEY is not set in the script; kept as '\$WANDB_KEY'"],
+    ),
+    "ours-import-dotted-0.11.sh": dict(
+        launcher="python",
+        line=10,
+        flags={"--ds.zero": "3", "--ckpt.path": "/mnt/shared/rlhf/grpo-qwen3-8b/ckpt", "--logger.wandb.run_name": "grpo-qwen3-8b"},
+        contains=["--vllm.gpu_memory_utilization=0.85", "--train.async_enable"],
+        last="$WANDB_KEY",
+        warnings=[r"RAY_ADDRESS is set, so the trainer's ray.init\(\) connects to that cluster"],
+    ),
+    "ours-import-edge-values.sh": dict(
+        launcher="deepspeed",
+        line=6,
+        flags={"--ds.attn_implementation": "sdpa", "--reward.num_nodes": "0", "--data.max_len": "3072"},
+        contains=["--ref.offload"],
+        last="reinforce_baseline",
+        warnings=[],
+    ),
 }
 
 

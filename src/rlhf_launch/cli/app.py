@@ -23,7 +23,9 @@ import typer
 from rlhf_launch import __version__
 from rlhf_launch.cli import (
     checkpoints,
+    diagnose,
     down,
+    import_script,
     init,
     join,
     logs,
@@ -35,6 +37,7 @@ from rlhf_launch.cli import (
     status,
     stop,
     submit,
+    supervise,
     up,
     versions,
     watch,
@@ -50,13 +53,16 @@ VERBS: list[tuple[str, ModuleType]] = [
     ("stop", stop),
     ("runs", runs),
     ("checkpoints", checkpoints),
+    ("diagnose", diagnose),
     ("watch", watch),
+    ("supervise", supervise),
     ("up", up),
     ("join", join),
     ("down", down),
     ("status", status),
     ("presets", presets),
     ("init", init),
+    ("import", import_script),
     ("versions", versions),
 ]
 

@@ -12,12 +12,17 @@ def command(
     token_file: str | None = options.TOKEN_FILE,
 ) -> None:
     """Print (or follow) the logs of a run's current attempt."""
-    from rlhf_launch.runs import logs
-    from rlhf_launch.runs import record as runs
+    from rlhf_launch.runs import logs, remote
 
-    record = runs.find(run)
-    jobs = options.cluster(address, token_file, configured=record.address).jobs
+    record, cluster = options.run_and_cluster(run, address, token_file)
+    record = remote.refresh(record, cluster.jobs)
     if follow:
-        output.follow(logs.follow(record, jobs))
+        from rlhf_launch.cli import report
+
+        output.follow(logs.follow(record, cluster.jobs), report.progress_reader(record))
     else:
-        output.echo(logs.current(record, jobs), end="")
+        output.echo(logs.current(record, cluster.jobs), end="")
+        if record.diagnosis:
+            from rlhf_launch.cli import report
+
+            output.echo(report.diagnosis_text(record.diagnosis), err=True)

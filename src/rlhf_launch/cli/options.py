@@ -8,6 +8,7 @@ import typer
 
 if TYPE_CHECKING:
     from rlhf_launch.cluster.connection import Cluster
+    from rlhf_launch.runs.record import Run
 
 CONFIG = typer.Argument(..., help="YAML config file, or the name of a preset (rlhf-launch presets)")
 OVERRIDES = typer.Argument(None, help="key=value overrides, e.g. placement.actor.nodes=2", show_default=False)
@@ -41,3 +42,36 @@ def cluster(address: str | None, token_file: str | None, configured: str | None 
     from rlhf_launch.cluster.connection import Cluster
 
     return Cluster.at(address, token_file, configured=configured, timeout=timeout)
+
+
+def run_and_cluster(run_id: str | None, address: str | None, token_file: str | None, timeout: float = 10.0) -> tuple[Run, Cluster]:
+    """A run by id (or prefix; None: the latest) and the cluster it is on: this machine's
+    record if it has one, else the run as the cluster at --address knows it."""
+    from rlhf_launch.cluster.connection import Cluster
+    from rlhf_launch.errors import UserError
+    from rlhf_launch.runs import record as runs
+    from rlhf_launch.runs import remote
+
+    try:
+        found = runs.find(run_id)
+    except UserError:
+        target = Cluster.at(address, token_file, timeout=timeout)
+        return remote.find(run_id, target.jobs), target
+    return found, Cluster.at(address, token_file, configured=found.address, timeout=timeout)
+
+
+def failure_classes(text: str, option: str) -> tuple[str, ...]:
+    """`gpu_oom,nccl` -> the failure classes named (UserError naming an unknown one)."""
+    from rlhf_launch.errors import UserError
+
+    if not text.strip():
+        return ()
+    from rlhf_launch.runs.retry import parse_classes
+
+    try:
+        return tuple(sorted(str(c) for c in parse_classes(text)))
+    except ValueError as exc:
+        raise UserError(
+            f"{option}: {exc}",
+            hint="the classes are in README (rlhf-launch diagnose)",
+        ) from None

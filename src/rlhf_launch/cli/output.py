@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -68,10 +68,29 @@ def show_launch(launch: Launch, as_json: bool, live: Live | None = None) -> None
         exit_with(USER)
 
 
-def follow(chunks: Iterable[str]) -> None:
-    """Print log chunks as they come; Ctrl-C stops following, never the job."""
+def follow(chunks: Iterable[str], progress: Callable[[str], str | None] | None = None) -> None:
+    """Print log chunks as they come; Ctrl-C stops following, never the job.
+
+    `progress` reads each chunk and returns a progress line (or None): on a terminal it is
+    kept as a live last line, elsewhere it is printed as a plain line when it changes."""
+    live = sys.stdout.isatty()
+    shown = ""
     try:
         for chunk in chunks:
+            if live and shown:
+                sys.stdout.write("\r\x1b[K")
             echo(chunk, end="")
+            line = progress(chunk) if progress else None
+            if line and live:
+                sys.stdout.write(_clean(line))
+                sys.stdout.flush()
+                shown = line
+            elif line and line != shown:
+                echo(f"[rlhf-launch] {line}")
+                shown = line
     except KeyboardInterrupt:
         echo("\nstopped following; the job keeps running", err=True)
+    finally:
+        if live and shown:
+            sys.stdout.write("\n")
+            sys.stdout.flush()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rlhf_launch.cluster.live import Live
@@ -11,6 +13,7 @@ from rlhf_launch.core.launch import Launch
 from rlhf_launch.core.memory import MemoryReport
 from rlhf_launch.openrlhf.flagset import FlagSet
 from rlhf_launch.runs.overview import Overview
+from rlhf_launch.runs.record import Run
 from rlhf_launch.runs.resume import Resumed
 from rlhf_launch.runs.stop import Stopped
 from rlhf_launch.runs.submit import Submitted
@@ -174,8 +177,11 @@ def submitted_text(done: Submitted) -> str:
         f"  job:       {attempt.job_id}",
         f"  dashboard: {run.address}/#/jobs/{attempt.job_id}",
     ]
-    if done.supervisor_pid:
-        lines.append(f"  auto-resume: up to {run.auto_resume} times, supervisor pid {done.supervisor_pid} (rlhf-launch watch {run.run_id})")
+    if done.supervisor_job:
+        lines += [
+            f"  auto-resume: up to {run.auto_resume} times, supervised on the cluster by job {done.supervisor_job}",
+            f"    (rlhf-launch watch {run.run_id})",
+        ]
     lines += [
         "next:",
         f"  rlhf-launch logs {run.run_id} --follow",
@@ -200,17 +206,85 @@ def resumed_text(done: Resumed) -> str:
     return "\n".join(lines)
 
 
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def progress_text(row: dict[str, Any]) -> str:
+    """`step 12/400, 3.1/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known."""
+    if row.get("step") is None:
+        return "-"
+    total = row.get("total_steps")
+    parts = [f"step {row['step']}" + (f"/{total}" if total else "")]
+    if row.get("steps_per_hour"):
+        parts.append(f"{row['steps_per_hour']:.3g}/h")
+    if row.get("eta_seconds") is not None:
+        parts.append(f"ETA {_duration(row['eta_seconds'])}")
+    for name in ("reward", "kl"):
+        if isinstance(row.get(name), (int, float)):
+            parts.append(f"{name} {row[name]:.3g}")
+    return ", ".join(parts)
+
+
+def progress_reader(run: Run) -> Callable[[str], str | None]:
+    """Reads a run's log as it streams; returns its progress line once a step is known."""
+    import time
+
+    from rlhf_launch.runs.progress import Tracker
+
+    tracker = Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=time.time())
+
+    def read(chunk: str) -> str | None:
+        tracker.feed(chunk, time.time())
+        seen = tracker.progress(time.time()).as_json()
+        return progress_text(seen) if seen.get("step") is not None else None
+
+    return read
+
+
+def diagnosis_text(diagnosis: dict[str, Any]) -> str:
+    retry = "retriable" if diagnosis.get("retriable") else "not retriable"
+    where = " ".join(
+        x
+        for x in (
+            f"in {diagnosis['phase']}" if diagnosis.get("phase") else "",
+            f"at step {diagnosis['step']}" if diagnosis.get("step") is not None else "",
+        )
+        if x
+    )
+    lines = [f"diagnosis: {diagnosis.get('class', 'unknown')} ({retry}){' ' + where if where else ''}"]
+    if diagnosis.get("hint"):
+        lines.append(f"  hint: {diagnosis['hint']}")
+    lines += [f"  | {line}" for line in diagnosis.get("evidence", [])[:5]]
+    return "\n".join(lines)
+
+
+def diagnose_text(data: dict[str, Any]) -> str:
+    """`diagnose` for people: what was diagnosed, then the diagnosis."""
+    if "log" in data:
+        head = f"{data['log']}:"
+    else:
+        head = f"{data['run_id']} attempt {data['attempt']} ({data['job_id']}, {data['job_status']}):"
+    lines = [head, diagnosis_text(data)]
+    if data.get("stall"):
+        lines.insert(1, f"  stalled: {data['stall'].get('message', data['stall'].get('milestone'))}")
+    if data.get("note"):
+        lines.append(f"  note: {data['note']}")
+    return "\n".join(lines)
+
+
 def runs_text(overview: Overview) -> str:
     lines = []
     if overview.rows:
-        table = [["run", "status", "attempts", "job", "auto-resume", "watcher"]]
+        table = [["run", "status", "attempt", "progress", "auto-resume", "job"]]
         for r in overview.rows:
             status = str(r["status"]) + ("" if r["live"] else " (not live)")
-            if r["watcher"] and r["status"] in ("FAILED", "LOST", "WAITING", "SUPERSEDED"):
-                status += " (resuming)"
-            table.append(
-                [r["run_id"], status, str(r["attempts"]), r["job_id"] or "-", r["auto_resume"] or "-", "yes" if r["watcher"] else "-"]
-            )
+            if r.get("diagnosis") and str(r["status"]) in ("FAILED", "GAVE_UP", "WAITING"):
+                status += f" [{r['diagnosis'].get('class')}]"
+            table.append([r["run_id"], status, str(r["attempts"]), progress_text(r), r["auto_resume"] or "-", r["job_id"] or "-"])
         lines += _table(table, indent="")
     else:
         lines.append("no runs yet")
@@ -219,8 +293,47 @@ def runs_text(overview: Overview) -> str:
     return "\n".join(lines)
 
 
+def run_line(run: Run) -> str:
+    from rlhf_launch.runs.overview import row
+
+    text = f"{run.run_id}: {run.status} (attempt {len(run.attempts)}; {progress_text(row(run, True))})"
+    return text + ("\n" + diagnosis_text(run.diagnosis) if run.diagnosis else "")
+
+
 def stopped_text(done: Stopped) -> str:
-    return f"stopped {done.run_id} (job {done.job_id}: {done.job_status})"
+    if done.gone:
+        return (
+            f"stopped {done.run_id} in {done.seconds:.1f}s: its trainer and every process of it are gone, its GPUs free "
+            f"(job {done.job_id}: {done.job_status})"
+        )
+    lines = [f"{done.run_id} is marked stopped, but after {done.bound:g}s this is left:"]
+    lines += [f"  {line}" for lo in done.left for line in lo.describe()]
+    lines.append(f"  hint: run `rlhf-launch stop {done.run_id}` again, or end these by hand (ray job stop / kill)")
+    return "\n".join(lines)
+
+
+def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
+    """A supervisor's log for people: state lines as one short line each."""
+    from rlhf_launch.runs.supervisor import STATE
+
+    pending = ""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            if line.startswith(STATE + " "):
+                try:
+                    state = json.loads(line[len(STATE) + 1 :])
+                except ValueError:
+                    continue
+                progress = progress_text({**(state.get("progress") or {})})
+                yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
+                if state.get("diagnosis") and str(state.get("status")) in ("WAITING", "FAILED", "GAVE_UP"):
+                    yield diagnosis_text(state["diagnosis"]) + "\n"
+            else:
+                yield line + "\n"
+    if pending:
+        yield pending
 
 
 def presets_text(rows: list[dict[str, Any]]) -> str:

@@ -1,14 +1,15 @@
-"""`rlhf-launch runs`: every recorded run, with its status read live from Ray."""
+"""`rlhf-launch runs`: every run this machine recorded or the cluster knows, with status,
+attempt, progress and the diagnosis of a failure, read live from Ray."""
 
 from __future__ import annotations
 
 from rlhf_launch.cli import options, output
 
 
-def command(token_file: str | None = options.TOKEN_FILE, as_json: bool = options.JSON) -> None:
-    """List recorded runs, with status read live from Ray where reachable."""
+def command(address: str | None = options.ADDRESS, token_file: str | None = options.TOKEN_FILE, as_json: bool = options.JSON) -> None:
+    """List runs (this machine's records and the cluster's), with status read live from Ray."""
     from rlhf_launch.cli import report
     from rlhf_launch.runs.overview import overview
 
-    seen = overview(token_file)
+    seen = overview(address, token_file)
     output.echo_json(seen.as_json()) if as_json else output.echo(report.runs_text(seen))

@@ -21,18 +21,26 @@ def command(
     auto_resume: int = typer.Option(0, "--auto-resume", min=0, help="resubmit from the latest checkpoint up to N times on failure"),
     backoff: float = typer.Option(10.0, "--backoff", min=0, help="seconds before the first automatic resume (doubles each time)"),
     poll: float = typer.Option(5.0, "--poll", min=0.1, help="seconds between the supervisor's status checks"),
+    retry_on: str = typer.Option("", "--retry-on", help="failure classes to retry even if the policy would not, e.g. gpu_oom"),
+    no_retry_on: str = typer.Option("", "--no-retry-on", help="failure classes never to retry, e.g. nccl,node_lost"),
+    allow_fresh: bool = typer.Option(False, "--allow-fresh", help="allow --auto-resume without checkpoints (each resume starts at step 0)"),
 ) -> None:
     """Check a config and the live cluster, record the run, and submit the trainer as a Ray job."""
     from rlhf_launch.cli import report
     from rlhf_launch.core import presets
     from rlhf_launch.core.launch import from_config
     from rlhf_launch.runs import logs
-    from rlhf_launch.runs.submit import AutoResume, submit
+    from rlhf_launch.runs.lifecycle import Policy
+    from rlhf_launch.runs.submit import check_policy, submit
 
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
         output.show_launch(launch, as_json)
         return
+    policy = Policy(
+        auto_resume, backoff, poll, options.failure_classes(retry_on, "--retry-on"), options.failure_classes(no_retry_on, "--no-retry-on")
+    )
+    check_policy(launch, policy, allow_fresh=allow_fresh)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
     done = submit(
         launch,
@@ -41,8 +49,7 @@ def command(
         overrides=overrides or [],
         reserve=reserve_check,
         reserve_timeout=reserve_timeout,
-        auto_resume=AutoResume(auto_resume, backoff, poll),
-        token_file=token_file,
+        policy=policy,
     )
     output.echo_json(done.as_json()) if as_json else output.echo(report.submitted_text(done))
     if done.run is None:

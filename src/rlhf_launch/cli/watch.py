@@ -1,26 +1,35 @@
-"""`rlhf-launch watch [RUN]`: attach to a run's supervisor, or supervise it in the foreground."""
+"""`rlhf-launch watch [RUN]`: follow a run's supervisor from any machine; start a new one
+if the run should be supervised and none is running."""
 
 from __future__ import annotations
-
-import typer
 
 from rlhf_launch.cli import options, output
 
 
 def command(
     run: str | None = options.RUN,
-    poll: float = typer.Option(5.0, "--poll", min=0.1, help="seconds between status checks"),
+    address: str | None = options.ADDRESS,
     token_file: str | None = options.TOKEN_FILE,
 ) -> None:
-    """Supervise a run in the foreground: auto-resume on failure. Re-attaches if one already runs."""
-    from rlhf_launch.runs import record as runs
-    from rlhf_launch.runs import supervisor
+    """Follow a run's cluster-side supervisor (auto-resume); start one if none runs."""
+    from rlhf_launch.cli import report
+    from rlhf_launch.runs import remote, supervisor
     from rlhf_launch.runs.status import RunStatus
 
-    record = runs.find(run)
-    if supervisor.watcher_alive(record.run_id):
-        output.echo(f"{record.run_id} is watched by pid {record.supervisor_pid}; following {supervisor.log_path(record.run_id)}")
-        output.follow(supervisor.follow_log(record.run_id))
-        return
-    final = supervisor.watch(record.run_id, poll=poll, token_file=token_file, say=output.echo)
-    output.exit_with(output.OK if final in (RunStatus.SUCCEEDED, RunStatus.STOPPED) else output.FAILED)
+    record, cluster = options.run_and_cluster(run, address, token_file)
+    jobs = cluster.jobs
+    record = remote.refresh(record, jobs)
+    live = supervisor.live_supervisor(record, jobs)
+    if live is None:
+        if record.final or not record.status.is_live():
+            output.echo(report.run_line(record))
+            output.exit_with(output.OK if record.status in (RunStatus.SUCCEEDED, RunStatus.STOPPED) else output.FAILED)
+        job_id = supervisor.start(record, jobs)
+        output.echo(f"no supervisor was running for {record.run_id}: started {job_id}")
+    else:
+        job_id = live.job_id
+        output.echo(f"{record.run_id} is supervised by job {job_id} on {cluster.address}")
+    output.follow(report.supervisor_lines(supervisor.follow(jobs, job_id)))
+    record = remote.refresh(record, jobs)
+    output.echo(report.run_line(record))
+    output.exit_with(output.OK if record.status in (RunStatus.SUCCEEDED, RunStatus.STOPPED) else output.FAILED)

@@ -32,21 +32,34 @@ def entrypoint(argv: list[str]) -> str:
     return shlex.join([PYTHON, "-m", TRAINER_MODULE, *argv])
 
 
-def runtime_env(cfg: LaunchConfig, secret: str | None) -> dict[str, Any]:
+# Environment variables OpenRLHF's train() passes to its own ray.init(runtime_env=...) (every
+# release from 0.8.0). Ray refuses to merge a job's runtime_env that sets one of them ("Failed
+# to merge the Job's runtime env ... because of a conflict") unless RAY_OVERRIDE_JOB_RUNTIME_ENV
+# is 1, so the trainer would die at start-up; with it, the trainer's ray.init wins, and from
+# 0.10.2 that reads the job's own value from its environment.
+TRAINER_RAY_INIT_ENV = ("TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS")
+OVERRIDE_ENV = "RAY_OVERRIDE_JOB_RUNTIME_ENV"
+
+
+def runtime_env(cfg: LaunchConfig, secret: str | None, working_dir: str | None = None) -> dict[str, Any]:
+    """`working_dir`: the directory to upload when the config sets none (it ships local files, core/shipped.py)."""
     env: dict[str, Any] = {}
-    if cfg.runtime_env.working_dir:
-        env["working_dir"] = cfg.runtime_env.working_dir
+    upload = cfg.runtime_env.working_dir or working_dir
+    if upload:
+        env["working_dir"] = upload
         env["excludes"] = list(cfg.runtime_env.excludes)
     env_vars = dict(cfg.runtime_env.env_vars)
     if secret:
         env_vars[SECRET_ENV] = secret
+    if any(name in env_vars for name in TRAINER_RAY_INIT_ENV):
+        env_vars.setdefault(OVERRIDE_ENV, "1")
     if env_vars:
         env["env_vars"] = env_vars
     return env
 
 
-def job_spec(cfg: LaunchConfig, argv: list[str], secret: str | None) -> JobSpec:
-    return JobSpec(entrypoint=entrypoint(argv), runtime_env=runtime_env(cfg, secret))
+def job_spec(cfg: LaunchConfig, argv: list[str], secret: str | None, working_dir: str | None = None) -> JobSpec:
+    return JobSpec(entrypoint=entrypoint(argv), runtime_env=runtime_env(cfg, secret, working_dir))
 
 
 def _double_quoted(text: str) -> str:

@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.errors import UserError
@@ -22,6 +32,27 @@ from rlhf_launch.errors import UserError
 Colocation = Literal["actor_ref", "critic_reward", "all"]
 KeyPath = tuple[str | int, ...]  # a key's path in the YAML document, e.g. ("placement", "actor", "nodes")
 DEFAULT_EXCLUDES = ["ckpt/", "checkpoints/", "*.safetensors", "*.pt", "*.bin", ".git"]
+
+
+def _interval(value: int | None) -> int | None:
+    """A step interval: -1 (never) or a positive number of steps (the trainer divides by it)."""
+    if value is not None and value != -1 and value < 1:
+        raise ValueError("must be -1 (never) or a positive number of steps")
+    return value
+
+
+_HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
+_ADDRESS = re.compile(rf"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>{_HOST})(?::(?P<port>\d{{1,5}}))?(?P<path>/(?!/)[^\s?#]*)?")
+
+
+def check_address(value: str) -> str:
+    """A Ray dashboard address: `host:port` or an http(s) URL (what the cluster edge accepts)."""
+    match = _ADDRESS.fullmatch(value.strip())
+    if not match or (match["scheme"] or "http") not in ("http", "https") or (match["path"] and not match["scheme"]):
+        raise ValueError("not an http(s) address of the Ray dashboard, e.g. http://127.0.0.1:8265")
+    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
+        raise ValueError(f"port {match['port']} is out of range 1-65535")
+    return value
 
 
 class _Section(BaseModel):
@@ -39,12 +70,21 @@ class ClusterSection(_Section):
     gpu_memory_gb: float = Field(80, gt=0)
     host_memory_gb: float | None = Field(None, gt=0)
 
+    @field_validator("address")
+    @classmethod
+    def _dashboard_address(cls, value: str) -> str:
+        return check_address(value)
+
 
 class ModelsSection(_Section):
     actor: str | None = None
     reward: str | None = None
     critic: str | None = None
-    reward_remote_url: str | None = None
+    # A remote reward: one URL or several (OpenRLHF's remote_rm_url), or `reward_func`, a
+    # local Python file defining reward_func(queries, prompts, labels) that ships with the job.
+    reward_remote_url: str | list[str] | None = None
+    reward_func: str | None = None
+    agent_func: str | None = None  # a local Python file (OpenRLHF's agent_func_path), shipped with the job
     # The actor's shape, for the memory estimate, when models.actor is neither a local
     # directory with config.json nor a known model (see rlhf_launch/shapes.py).
     params_billion: float | None = Field(None, gt=0)
@@ -54,6 +94,37 @@ class ModelsSection(_Section):
     heads: PositiveInt | None = None
     kv_heads: PositiveInt | None = None
     vocab: PositiveInt | None = None
+
+    @field_validator("reward_remote_url")
+    @classmethod
+    def _urls(cls, value: str | list[str] | None) -> str | list[str] | None:
+        urls = [value] if isinstance(value, str) else value or []
+        if value is not None and (not urls or any(not u.strip() or "," in u for u in urls)):
+            raise ValueError("give one URL, or a list of URLs, each non-empty and without commas")
+        return value
+
+    @field_validator("reward_func", "agent_func")
+    @classmethod
+    def _python_file(cls, value: str | None) -> str | None:
+        if value is not None and not value.endswith(".py"):
+            raise ValueError("must be a Python file (.py)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_reward_source(self) -> ModelsSection:
+        if self.reward_remote_url and self.reward_func:
+            raise ValueError("reward_remote_url and reward_func are both set: OpenRLHF takes one remote reward")
+        return self
+
+    @property
+    def remote_reward(self) -> bool:
+        """Rollouts are scored outside the trainer: remote URLs or a reward-function file."""
+        return bool(self.reward_remote_url or self.reward_func)
+
+    @property
+    def remote_urls(self) -> list[str]:
+        value = self.reward_remote_url
+        return [value] if isinstance(value, str) else list(value or [])
 
 
 class RolePlacement(_Section):
@@ -80,21 +151,35 @@ class PlacementSection(_Section):
 class DeepSpeedSection(_Section):
     zero_stage: Literal[0, 1, 2, 3] = 2
     bf16: bool = True
+    param_dtype: Literal["bf16", "fp16"] | None = None  # the newer spelling of bf16; wins when set
     adam_offload: bool = False
     gradient_checkpointing: bool = False
     flash_attn: bool = True
+    attn_implementation: str | None = None  # e.g. flash_attention_2, sdpa, eager; wins over flash_attn when set
     packing_samples: bool = False
     enable_sleep: bool = False
     ref_reward_offload: bool = False
+    ring_attn_size: PositiveInt | None = None  # ring attention: each sequence split over this many GPUs
+    tensor_parallel_size: PositiveInt | None = None  # DeepSpeed tensor parallelism of the trained models
+
+    @property
+    def dtype(self) -> str:
+        return self.param_dtype or ("bf16" if self.bf16 else "fp16")
+
+    @property
+    def attention(self) -> str:
+        return self.attn_implementation or ("flash_attention_2" if self.flash_attn else "eager")
 
 
 class DataSection(_Section):
     prompt_dataset: str | None = None
     input_key: str = "input"
+    label_key: str | None = None  # the dataset field handed to a reward function or remote reward as the label
     apply_chat_template: bool = False
     prompt_max_len: PositiveInt = 1024
     generate_max_len: PositiveInt = 1024
     max_samples: PositiveInt | None = None
+    eval_dataset: str | None = None
 
 
 class TrainSection(_Section):
@@ -110,7 +195,34 @@ class TrainSection(_Section):
     init_kl_coef: NonNegativeFloat = 0.01
     normalize_reward: bool = False
     advantage_estimator: str = "gae"
-    seed: int = 42
+    seed: int = Field(42, ge=0, lt=2**32)  # numpy's seed range, which the trainer's set_seed uses
+    eval_steps: int | None = None  # -1 (never) or every N steps
+    # Async training (vLLM generates the next batch while DeepSpeed trains).
+    async_train: bool | None = None
+    partial_rollout: bool | None = None  # generation may continue across a weight update (needs async_train)
+    vllm_generate_batch_size: PositiveInt | None = None  # prompts per vLLM generation round (default: rollout_batch_size)
+    # Dynamic filtering: drop prompts whose samples' rewards all fall outside the range.
+    dynamic_filtering: bool | None = None
+    dynamic_filtering_range: tuple[float, float] | None = None
+    # Dynamic batching: micro batches filled up to a token budget per GPU (packs samples).
+    dynamic_batch: bool | None = None
+    train_max_tokens_per_gpu: PositiveInt | None = None
+    rollout_max_tokens_per_gpu: PositiveInt | None = None
+    # Importance-sampling correction of the vLLM/DeepSpeed log-prob mismatch.
+    is_correction: Literal["tis", "icepop", "seq-mask-tis", "mis"] | None = None
+    is_correction_threshold: list[float] | None = None  # HIGH, or LOW HIGH
+
+    @field_validator("eval_steps")
+    @classmethod
+    def _steps(cls, value: int | None) -> int | None:
+        return _interval(value)
+
+    @field_validator("is_correction_threshold")
+    @classmethod
+    def _threshold(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not 1 <= len(value) <= 2:
+            raise ValueError("takes HIGH or [LOW, HIGH]")
+        return value
 
 
 class CheckpointSection(_Section):
@@ -121,6 +233,11 @@ class CheckpointSection(_Section):
     universal: bool = False
     save_value_network: bool = False
     max_num: PositiveInt = 3
+
+    @field_validator("save_steps")
+    @classmethod
+    def _steps(cls, value: int) -> int:
+        return _interval(value) or -1
 
 
 class WandbSection(_Section):
@@ -160,6 +277,26 @@ class RuntimeEnvSection(_Section):
         return value
 
 
+# The start-up milestones a supervisor watches (runs/progress.py Milestone), in order.
+MILESTONES = ("runtime_env_ready", "placement_ready", "models_loaded", "first_step", "step")
+Milestone = Literal["runtime_env_ready", "placement_ready", "models_loaded", "first_step", "step"]
+
+
+class SuperviseSection(_Section):
+    """How the run's supervisor judges it: seconds each milestone may take before the attempt
+    counts as stalled (defaults scale with the model size and the node count)."""
+
+    deadlines: dict[Milestone, float] = Field(default_factory=dict)
+
+    @field_validator("deadlines")
+    @classmethod
+    def _positive(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if seconds <= 0:
+                raise ValueError(f"deadline for {name} must be a positive number of seconds")
+        return value
+
+
 class LaunchConfig(_Section):
     name: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     openrlhf: OpenRLHFSection = OpenRLHFSection()
@@ -172,6 +309,7 @@ class LaunchConfig(_Section):
     checkpoint: CheckpointSection = CheckpointSection()
     logging: LoggingSection = LoggingSection()
     runtime_env: RuntimeEnvSection = RuntimeEnvSection()
+    supervise: SuperviseSection = SuperviseSection()
     extra_args: dict[str, Any] = {}
 
     def colocated(self, kind: Colocation) -> bool:
@@ -181,28 +319,88 @@ class LaunchConfig(_Section):
 # ---------------------------------------------------------------- loading
 
 
-def _line_index(text: str) -> dict[KeyPath, int]:
-    """Map each key path in a YAML document to its 1-based line."""
-    lines: dict[KeyPath, int] = {}
+MAX_CONFIG_BYTES = 1 << 20  # a config is a page of YAML; anything larger is a mistake (or a device)
+MAX_YAML_VALUES = 100_000  # values after expanding aliases: enough for any config, far from a "billion laughs"
 
-    def walk(node: yaml.Node, path: KeyPath) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key = path + (key_node.value,)
-                lines[key] = key_node.start_mark.line + 1
-                walk(value_node, key)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                lines[path + (i,)] = item.start_mark.line + 1
-                walk(item, path + (i,))
 
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+class _Document:
+    """A composed YAML document, checked before it is built: no duplicate keys, aliases that
+    expand to a bounded number of values and never into themselves."""
+
+    def __init__(self, text: str, source: str):
+        self.source = source
+        loader = yaml.SafeLoader(text)
+        try:
+            try:
+                self.root = loader.get_single_node()
+                self._check()
+                self.data = loader.construct_document(self.root) if self.root is not None else None
+            finally:
+                loader.dispose()
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{source}:{mark.line + 1}" if mark else source
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise UserError(f"{where}: invalid YAML: {problem}", hint="check indentation and quoting") from None
+        except RecursionError:
+            raise UserError(f"{source}: YAML nested too deeply", hint="a config is a few levels of sections") from None
+
+    def _check(self) -> None:
+        sizes: dict[int, int] = {}
+        open_nodes: set[int] = set()
+
+        def size(node: yaml.Node) -> int:
+            key = id(node)
+            if key in sizes:
+                return sizes[key]
+            if key in open_nodes:
+                raise UserError(f"{self.source}:{node.start_mark.line + 1}: a YAML alias refers to the value that holds it")
+            open_nodes.add(key)
+            total = 1
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                        line = key_node.start_mark.line + 1
+                        if key_node.value in seen:
+                            raise UserError(
+                                f"{self.source}:{line}: duplicate key {key_node.value!r} (first at line {seen[key_node.value]})",
+                                hint="a key may appear once per section; remove one of them",
+                            )
+                        seen[key_node.value] = line
+                    total += size(key_node) + size(value_node)
+            elif isinstance(node, yaml.SequenceNode):
+                total += sum(size(item) for item in node.value)
+            open_nodes.discard(key)
+            sizes[key] = total
+            if total > MAX_YAML_VALUES:
+                raise UserError(
+                    f"{self.source}:{node.start_mark.line + 1}: YAML anchors and aliases expand to more than {MAX_YAML_VALUES} values",
+                    hint="write the values out, or use fewer nested aliases",
+                )
+            return total
+
+        if self.root is not None:
+            size(self.root)
+
+    def lines(self) -> dict[KeyPath, int]:
+        """Each key path in the document -> its 1-based line."""
+        lines: dict[KeyPath, int] = {}
+
+        def walk(node: yaml.Node, path: KeyPath) -> None:
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    key = path + (key_node.value,)
+                    lines.setdefault(key, key_node.start_mark.line + 1)
+                    walk(value_node, key)
+            elif isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    lines.setdefault(path + (i,), item.start_mark.line + 1)
+                    walk(item, path + (i,))
+
+        if self.root is not None:
+            walk(self.root, ())
         return lines
-    if root is not None:
-        walk(root, ())
-    return lines
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -212,10 +410,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_.\-]+)*", key):
         raise UserError(f"override {text!r} is not key=value", hint="e.g. placement.actor.nodes=2")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"override {key}: value {raw!r} is not valid YAML ({problem})") from None
+        value = _Document(raw, f"override {key}").data if raw.strip() else None
+    except UserError as exc:
+        problem = exc.message.split("invalid YAML: ", 1)[1] if "invalid YAML: " in exc.message else exc.message.split(": ", 1)[-1]
+        raise UserError(f"override {key}: value {raw!r} is not valid YAML ({problem})", hint=exc.hint) from None
     if key.startswith("extra_args."):
         return ["extra_args", key[len("extra_args.") :]], value
     return key.split("."), value
@@ -284,30 +482,67 @@ def validate(data: Any, source: str = "config", lines: dict[KeyPath, int] | None
         raise UserError(first + more, hint="fix the key in the YAML or pass key=value overrides") from None
 
 
-def read_yaml(path: Path) -> tuple[dict[str, Any], dict[KeyPath, int]]:
+def read_text(path: Path, what: str = "config") -> str:
+    """A small regular UTF-8 file's text; UserError naming the file otherwise (never a hang on a pipe or device)."""
+    import stat
+
     try:
-        text = path.read_text()
+        info = path.stat()
     except FileNotFoundError:
-        raise UserError(f"config file {path} not found", hint="rlhf-launch presets lists the shipped ones") from None
-    except (IsADirectoryError, PermissionError) as exc:
-        raise UserError(f"cannot read config {path}: {exc.strerror}") from None
+        raise UserError(
+            f"{what} file {path} not found", hint="rlhf-launch presets lists the shipped ones" if what == "config" else ""
+        ) from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UserError(f"cannot read {what} {path}: Is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"{what} {path} is not a regular file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise UserError(f"{what} {path} is {info.st_size} bytes; a {what} file is at most {MAX_CONFIG_BYTES}")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise UserError(f"{where}: invalid YAML: {problem}", hint="check indentation and quoting") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise UserError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def read_yaml(path: Path) -> tuple[dict[str, Any], dict[KeyPath, int]]:
+    document = _Document(read_text(path), str(path))
+    data = document.data
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{path}: the config must be a YAML mapping of sections", hint="see configs/tiny-1node.yaml")
-    return data, _line_index(text)
+    return data, document.lines()
+
+
+# Keys naming local files that a relative path in a YAML file locates next to that file.
+FILE_KEYS = (("models", "reward_func"), ("models", "agent_func"))
+
+
+def _beside(data: dict[str, Any], path: Path) -> None:
+    """Relative file paths written in the YAML file are relative to the file's directory."""
+    for section, key in FILE_KEYS:
+        values = data.get(section)
+        if not isinstance(values, dict):
+            continue
+        value = values.get(key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            values[key] = str((path.parent / value).resolve())
 
 
 def load_config(path: Path, overrides: list[str] | None = None) -> LaunchConfig:
     """Read, override and validate. `name` defaults to the file's stem."""
     data, lines = read_yaml(path)
     data.setdefault("name", path.stem)
+    _beside(data, path)
     data = apply_overrides(data, overrides or [])
     return validate(data, source=str(path), lines=lines)

@@ -7,6 +7,15 @@ from typing import Literal
 
 Level = Literal["error", "warning"]
 
+# Why an error refuses a config that OpenRLHF's own start-up (parser, checks, train() up to the
+# trainer actors) would accept: the run would fail, or hang, later.
+REASONS = {
+    "placement": "Ray would wait forever to place the layout's GPUs",
+    "deepspeed_batch": "DeepSpeed's batch check fails when the model is initialized",
+    "trainer_init": "the trainer's actors fail when they load models, data or files",
+    "memory": "a GPU or host runs out of memory",
+}
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -14,13 +23,18 @@ class Finding:
     key: str
     message: str
     hint: str = ""
+    reason: str = ""  # one of REASONS when the launcher is stricter than OpenRLHF's start-up
 
     def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.reason:
+            del out["reason"]
+        return out
 
 
-def error(key: str, message: str, hint: str = "") -> Finding:
-    return Finding("error", key, message, hint)
+def error(key: str, message: str, hint: str = "", reason: str = "") -> Finding:
+    assert not reason or reason in REASONS, reason
+    return Finding("error", key, message, hint, reason)
 
 
 def warning(key: str, message: str, hint: str = "") -> Finding:

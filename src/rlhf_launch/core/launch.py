@@ -6,13 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rlhf_launch.core import command, presets, rules
+from rlhf_launch.core import command, presets, rules, shipped
 from rlhf_launch.core import flags as flag_render
+from rlhf_launch.core import settings as trainer_settings
 from rlhf_launch.core.config import LaunchConfig, load_config
 from rlhf_launch.core.findings import Finding, errors
 from rlhf_launch.core.memory import MemoryReport, estimate
-from rlhf_launch.core.plan import Plan, build_plan
+from rlhf_launch.core.plan import Plan, TrainerExtras, build_plan
 from rlhf_launch.core.secrets import wandb_key
+from rlhf_launch.core.settings import Settings
 from rlhf_launch.openrlhf.flagset import FlagSet, for_version
 
 
@@ -25,6 +27,7 @@ class Launch:
     spec: command.JobSpec
     findings: list[Finding]
     memory: MemoryReport | None = None
+    settings: Settings | None = None  # what the trainer runs with, after OpenRLHF's own corrections
 
     @property
     def ok(self) -> bool:
@@ -93,19 +96,34 @@ def prepare(
     """Everything `plan` shows, from a validated config. `version` overrides openrlhf.version."""
     flags = flags or for_version(version or cfg.openrlhf.version)
     secret = wandb_key(environ)
-    plan = build_plan(cfg, flag_render.extras(cfg, flags))
     use_wandb = bool(secret and cfg.logging.wandb.project)
-    rendered = flag_render.render(cfg, plan, flags, wandb=use_wandb, load_checkpoint=load_checkpoint)
-    memory = estimate(cfg, plan)
+    files = shipped.plan(cfg)
+    # The argv needs only the placement of each role, which the trainer's settings do not change.
+    rendered = flag_render.render(cfg, build_plan(cfg), flags, wandb=use_wandb, load_checkpoint=load_checkpoint, files=files.paths)
+    settings, startup = trainer_settings.resolve(cfg, flags, rendered.argv)
+    refused = {f.key for f in errors(rendered.findings)}
+    startup = [f for f in startup if not (f.key in refused and "refuses --" in f.message)]  # said once, by render
+    plan = build_plan(cfg, extras(settings))
+    memory = estimate(cfg, plan, settings)
     findings = [
         *rendered.findings,
-        *rules.check(cfg, plan, flags, wandb_key_present=secret is not None),
+        *files.findings,
+        *startup,
+        *rules.check(cfg, plan, flags, wandb_key_present=secret is not None, settings=settings),
         *memory.findings,
     ]
-    if not errors(findings):
-        flags.parse(rendered.argv)  # the release's own parser must accept every token
-    spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None)
-    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory)
+    spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None, working_dir=files.working_dir)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, settings)
+
+
+def extras(settings: Settings) -> TrainerExtras:
+    """The trainer settings that change the layout."""
+    return TrainerExtras(
+        async_train=settings.async_train,
+        agent=bool(settings.agent),
+        ring_attn_size=settings.ring_attn_size,
+        ds_tensor_parallel_size=settings.ds_tensor_parallel_size,
+    )
 
 
 def from_config(config: str, overrides: list[str], version: str | None = None) -> Launch:

@@ -12,6 +12,12 @@ Training roles (actor, critic), mixed-precision Adam (ZeRO paper: 16 bytes/param
   s*b*h*(34 + 5*a*s/h) bytes, the attention-score term gone with flash attention; with
   gradient checkpointing only each layer's input (2*s*b*h) is kept plus one layer being
   recomputed. The logits buffer is micro batch x seq x vocab x 4 bytes (fp32).
+Tokens per micro batch (s x b above): micro batch x max_len (prompt + generated) sequences;
+  packed (packing_samples), one sequence of micro batch x max_len tokens. Dynamic batching
+  fills each micro batch up to its token budget (train / rollout max_tokens_per_gpu): that is
+  the plan, and max_len only a bound (one longer sequence is a micro batch of its own), so
+  needing more than a GPU has only in that worst case is a warning. Ring attention splits
+  each sequence over ring_attn_size GPUs.
 Inference roles (ref, reward): bf16 params under their ZeRO stage, on the host with
   ref_reward_offload; a forward pass's working set (one layer) and, for ref, fp32 logits.
 vLLM engines: weights 2P/TP per GPU; KV-cache budget = gpu_memory_gb x utilization -
@@ -33,6 +39,7 @@ from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.placement import declared_nodes, simulate
 from rlhf_launch.core.plan import Plan
+from rlhf_launch.core.settings import Settings
 from rlhf_launch.core.shapes import Shape, from_fields, lookup
 
 GIB = 1024**3
@@ -78,6 +85,7 @@ class RoleMemory:
     host_parts: dict[str, float] = field(default_factory=dict)  # GiB per rank
     sleeps: bool = False  # leaves the GPU outside its phase
     notes: list[str] = field(default_factory=list)
+    kv_sequences: float | None = None  # vLLM: sequences of max_len its KV cache holds
 
     @property
     def gpu(self) -> float:
@@ -147,6 +155,34 @@ class MemoryReport:
         return out
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What one forward/backward pass holds per GPU: `sequences` of `seq` tokens each."""
+
+    sequences: int
+    seq: int
+
+    @property
+    def tokens(self) -> int:
+        return self.sequences * self.seq
+
+
+def batches(cfg: LaunchConfig, settings: Settings | None, worst: bool = False) -> tuple[Batch, Batch]:
+    """(training micro batch, rollout forward micro batch) per GPU; `worst`: with max_len sequences only."""
+    t = cfg.train
+    max_len = settings.max_len if settings and settings.max_len else cfg.data.prompt_max_len + cfg.data.generate_max_len
+    ring = settings.ring_attn_size if settings else 1
+    if settings is not None and settings.dynamic_batch:
+        train_budget = settings.train_max_tokens_per_gpu or max_len
+        rollout_budget = settings.rollout_max_tokens_per_gpu or train_budget
+        if worst:
+            train_budget, rollout_budget = max(train_budget, max_len), max(rollout_budget, max_len)
+        return Batch(1, -(-train_budget // ring)), Batch(1, -(-rollout_budget // ring))
+    if settings is not None and settings.packing:
+        return Batch(1, -(-t.micro_train_batch_size * max_len // ring)), Batch(1, -(-t.micro_rollout_batch_size * max_len // ring))
+    return Batch(t.micro_train_batch_size, max_len), Batch(t.micro_rollout_batch_size, max_len)
+
+
 def _shapes(cfg: LaunchConfig) -> dict[str, tuple[Shape | None, str]]:
     m = cfg.models
     explicit = from_fields(m)
@@ -154,21 +190,50 @@ def _shapes(cfg: LaunchConfig) -> dict[str, tuple[Shape | None, str]]:
     reward = lookup(m.reward) if m.reward else (None, "remote reward")
     if m.critic:
         critic = lookup(m.critic)
-    elif m.reward and not m.reward_remote_url:
+    elif m.reward and not m.remote_reward:
         critic = reward  # OpenRLHF initialises the critic from the reward model
     else:
         critic = actor
     return {"actor": actor, "ref": actor, "critic": critic, "reward": reward}
 
 
-def estimate(cfg: LaunchConfig, plan: Plan) -> MemoryReport:
-    ds, t, d = cfg.deepspeed, cfg.train, cfg.data
-    seq = d.prompt_max_len + d.generate_max_len
+def estimate(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) -> MemoryReport:
     limit = cfg.cluster.gpu_memory_gb
     findings: list[Finding] = []
+    roles = _roles(cfg, plan, settings, findings, worst=False)
+    kv_sequences = None
+    vllm = next((r for r in roles if r.role == "vllm"), None)
+    if vllm is not None:
+        kv_sequences = vllm.kv_sequences
+    groups = _groups(cfg, plan, roles)
+    for g in groups:
+        _check_gpu(g, limit, findings, cfg)
+    if settings is not None and batches(cfg, settings, worst=True) != batches(cfg, settings):
+        worst = _groups(cfg, plan, _roles(cfg, plan, settings, [], worst=True))
+        for g in worst:
+            planned = next((p for p in groups if p.name == g.name), None)
+            if planned is not None and planned.peak <= limit < g.peak:
+                findings.append(
+                    warning(
+                        f"placement.{g.roles[0]}",
+                        f"{'+'.join(g.roles)} fits with the token budgets ({planned.peak:.1f} GiB per GPU) but needs {g.peak:.1f} GiB "
+                        f"of {limit:g} when a micro batch is one sequence of max_len {settings.max_len} tokens",
+                        "lower data.generate_max_len, or raise ring_attn_size",
+                    )
+                )
+    host = _host(plan, roles, cfg)
+    _check_host(host, cfg.cluster.host_memory_gb, findings)
+    return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
+
+
+def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: list[Finding], *, worst: bool) -> list[RoleMemory]:
+    ds = cfg.deepspeed
+    limit = cfg.cluster.gpu_memory_gb
     shapes = _shapes(cfg)
     roles: list[RoleMemory] = []
     colocate_all = cfg.colocated("all")
+    train, rollout = batches(cfg, settings, worst)
+    flash = ds.flash_attn if settings is None else "flash_attention" in settings.attention
 
     for role in ("actor", "critic", "ref", "reward"):
         rp = plan.role(role)
@@ -187,9 +252,9 @@ def estimate(cfg: LaunchConfig, plan: Plan) -> MemoryReport:
         if role in ("actor", "critic"):
             gpu, host = model_states(p, shape.largest_layer, ds.zero_stage, rp.gpus, ds.adam_offload)
             parts = {k: gib(v) for k, v in gpu.items()}
-            parts["activations"] = gib(activations(shape, t.micro_train_batch_size, seq, ds.gradient_checkpointing, ds.flash_attn))
+            parts["activations"] = gib(activations(shape, train.sequences, train.seq, ds.gradient_checkpointing, flash))
             if role == "actor":
-                parts["logits"] = gib(t.micro_train_batch_size * seq * shape.vocab * 4)
+                parts["logits"] = gib(train.tokens * shape.vocab * 4)
             roles.append(
                 RoleMemory(
                     role,
@@ -208,29 +273,21 @@ def estimate(cfg: LaunchConfig, plan: Plan) -> MemoryReport:
             parts = {"params": gib(params_gpu)}
             if ds.zero_stage == 3 or ds.ref_reward_offload:
                 parts["gather_buffer"] = gib(4 * shape.largest_layer)
-            parts["forward"] = gib(seq * t.micro_rollout_batch_size * shape.hidden * 34)
+            parts["forward"] = gib(rollout.tokens * shape.hidden * 34)
             if role == "ref":
-                parts["logits"] = gib(t.micro_rollout_batch_size * seq * shape.vocab * 4)
+                parts["logits"] = gib(rollout.tokens * shape.vocab * 4)
             roles.append(RoleMemory(role, shape.name, rp.gpus, parts, "always", {"params": gib(host_bytes)} if host_bytes else {}))
 
-    kv_sequences = None
     if plan.vllm_engines:
         shape, source = shapes["actor"]
         if shape is None:
             findings.append(warning("placement.vllm", f"vLLM memory not estimated: {source}"))
         else:
-            vllm, kv_sequences = _vllm(cfg, plan, shape, limit, findings)
-            roles.append(vllm)
-
-    groups = _groups(cfg, plan, roles)
-    for g in groups:
-        _check_gpu(g, limit, findings, cfg)
-    host = _host(plan, roles, cfg)
-    _check_host(host, cfg.cluster.host_memory_gb, findings)
-    return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
+            roles.append(_vllm(cfg, plan, shape, limit, findings))
+    return roles
 
 
-def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: list[Finding]) -> tuple[RoleMemory, float]:
+def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: list[Finding]) -> RoleMemory:
     v = cfg.placement.vllm
     tp = plan.vllm_tp
     weights = gib(2 * shape.params / tp)
@@ -249,6 +306,7 @@ def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: l
                 f"vLLM weights ({weights:.1f} GiB per GPU at TP {tp}) plus {RUNTIME_OVERHEAD_GIB:g} GiB runtime exceed its "
                 f"{v.gpu_memory_utilization:g} x {limit:g} = {share:.1f} GiB share: no room for a KV cache",
                 "raise placement.vllm.tensor_parallel_size or gpu_memory_utilization",
+                reason="memory",
             )
         )
     elif sequences < cfg.train.micro_rollout_batch_size:
@@ -261,7 +319,7 @@ def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: l
             )
         )
     sleeps = cfg.colocated("all") and v.enable_sleep
-    return RoleMemory("vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes), sequences
+    return RoleMemory("vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes, kv_sequences=sequences)
 
 
 def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory]) -> list[GroupMemory]:
@@ -314,6 +372,7 @@ def _check_gpu(group: GroupMemory, limit: float, findings: list[Finding], cfg: L
                 key,
                 f"{shared} needs {group.peak:.1f} GiB per GPU but a GPU has {limit:g} GiB",
                 _fixes(group, cfg),
+                reason="memory",
             )
         )
     elif group.peak > limit * (1 - HEADROOM):
@@ -356,6 +415,7 @@ def _check_host(host: dict[str, float], limit: float | None, findings: list[Find
                 "cluster.host_memory_gb",
                 f"the busiest node needs ~{need:.0f} GiB of host RAM (offloaded optimizer states and weights) but has {limit:g}",
                 "spread the training roles over more nodes, or turn off deepspeed.ref_reward_offload",
+                reason="memory",
             )
         )
     elif need > limit * (1 - HEADROOM):

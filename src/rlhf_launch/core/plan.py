@@ -123,7 +123,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
 
     ref_on = cfg.train.init_kl_coef > 0
     critic_on = cfg.train.advantage_estimator == "gae"
-    reward_on = not cfg.models.reward_remote_url and not extras.agent
+    reward_on = not cfg.models.remote_reward and not extras.agent
     engines, tp = cfg.placement.vllm.engines, cfg.placement.vllm.tensor_parallel_size
     sync_all = colocate_all and not extras.async_train
 
@@ -176,7 +176,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
     reasons = {
         "ref": "" if ref_on else "off: train.init_kl_coef is 0",
         "critic": "" if critic_on else f"off: advantage estimator {cfg.train.advantage_estimator} needs no critic",
-        "reward": "" if reward_on else "off: remote reward (models.reward_remote_url)",
+        "reward": "" if reward_on else f"off: {'agent function' if extras.agent else 'remote reward'} scores rollouts",
     }
     roles = tuple(
         RolePlan(role, n, g, enabled=role in members, group=members.get(role, ""), reason=reasons.get(role, ""))

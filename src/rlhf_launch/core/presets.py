@@ -62,6 +62,21 @@ def copy_out(name: str, dest: Path | None) -> Path:
         target = target / source.name
     if target.exists():
         raise UserError(f"{target} already exists", hint="pass another PATH or remove the file")
+    companions = _companions(source)
+    for name in companions:
+        if (target.parent / name).exists():
+            raise UserError(f"{target.parent / name} already exists (the preset's {name} goes there)", hint="pass another PATH")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
+    for name in companions:
+        shutil.copyfile(source.parent / name, target.parent / name)
     return target
+
+
+def _companions(source: Path) -> list[str]:
+    """Files the preset names by a path relative to itself (a reward function): they go along."""
+    data = yaml.safe_load(source.read_text()) or {}
+    models = data.get("models") or {}
+    return [
+        models[key] for key in ("reward_func", "agent_func") if isinstance(models.get(key), str) and not Path(models[key]).is_absolute()
+    ]

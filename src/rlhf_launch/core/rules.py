@@ -1,5 +1,7 @@
-"""Startup rules: OpenRLHF's own asserts and silent corrections in `train_ppo_ray`, and ours
-(batch arithmetic, tensor parallelism, capacity). Pure: config + plan + flag set -> findings.
+"""Startup rules: OpenRLHF's own asserts and silent corrections in `train_ppo_ray` on the
+layout, and ours (DeepSpeed's batch arithmetic, tensor parallelism, capacity). Pure: config +
+plan + flag set + the trainer's settings (core/settings.py, which replays the checks on single
+settings) -> findings. An error for something OpenRLHF's start-up accepts names its `reason`.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.placement import declared_nodes, simulate
 from rlhf_launch.core.plan import Plan
-from rlhf_launch.openrlhf import dialect
+from rlhf_launch.core.settings import Settings
 from rlhf_launch.openrlhf.flagset import FlagSet, load, newest_version
 
 
@@ -25,15 +27,20 @@ def _shape(plan: Plan, role: str) -> str:
 def required(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
     out = []
     if not cfg.models.actor:
-        out.append(error("models.actor", "no actor model", "set models.actor to a HF model name or path"))
+        out.append(error("models.actor", "no actor model", "set models.actor to a HF model name or path", reason="trainer_init"))
     if not cfg.data.prompt_dataset:
-        out.append(error("data.prompt_dataset", "no prompt dataset", "set data.prompt_dataset to a HF dataset or path"))
-    if not cfg.models.reward and not cfg.models.reward_remote_url and not plan.extras.agent:
+        out.append(
+            error("data.prompt_dataset", "no prompt dataset", "set data.prompt_dataset to a HF dataset or path", reason="trainer_init")
+        )
+    if not cfg.models.reward and not cfg.models.remote_reward and not plan.extras.agent:
+        # With gae OpenRLHF's start-up itself fails (the critic comes from the reward model).
+        gae = cfg.train.advantage_estimator == "gae" and not cfg.models.critic
         out.append(
             error(
                 "models.reward",
                 "no reward model and no remote reward URL: the trainer cannot score rollouts",
-                "set models.reward (a reward model) or models.reward_remote_url",
+                "set models.reward (a reward model), models.reward_remote_url or models.reward_func",
+                reason="" if gae else "trainer_init",
             )
         )
     return out
@@ -73,13 +80,15 @@ def colocation(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
             )
         shared = [r for r in ("critic", "reward") if plan.role(r).enabled and "actor" in plan.colocated_with(r)]
         for role in shared:
-            if not _same(plan, "actor", role):
+            # OpenRLHF places rank i of the role on bundle i of the actor's group: fewer GPUs work.
+            if plan.role(role).gpus > actor_gpus:
                 out.append(
                     error(
                         f"placement.{role}",
-                        f"under colocate all, {role} shares the actor's GPUs and needs the same placement: "
+                        f"under colocate all, {role} shares the actor's {actor_gpus} GPUs and cannot have more: "
                         f"actor {_shape(plan, 'actor')}, {role} {_shape(plan, role)}",
                         f"remove placement.{role} (it defaults to the actor's)",
+                        reason="placement",
                     )
                 )
         if plan.extras.async_train:
@@ -89,7 +98,7 @@ def colocation(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
                     "with async training, colocate all only colocates the DeepSpeed models; vLLM gets its own GPUs",
                 )
             )
-        if plan.vllm_engines > 0 and not cfg.placement.vllm.enable_sleep:
+        if plan.vllm_engines > 0 and not cfg.placement.vllm.enable_sleep and not plan.extras.async_train:
             out.append(
                 warning(
                     "placement.vllm.enable_sleep",
@@ -120,28 +129,10 @@ def colocation(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
 
 
 def generation(cfg: LaunchConfig, plan: Plan, flags: FlagSet) -> list[Finding]:
+    """Group estimators and samples per prompt (packing and the rest: core/settings.py; an
+    estimator the release lacks: its choices, checked where the argv is rendered)."""
     out = []
-    if cfg.deepspeed.packing_samples and plan.vllm_engines == 0:
-        out.append(
-            error(
-                "deepspeed.packing_samples",
-                "OpenRLHF supports packing_samples only with vLLM engines",
-                "set placement.vllm.engines >= 1 or packing_samples: false",
-            )
-        )
-    if cfg.deepspeed.packing_samples and not cfg.deepspeed.flash_attn:
-        out.append(warning("deepspeed.flash_attn", "packing_samples makes OpenRLHF switch flash attention on anyway"))
     estimator = cfg.train.advantage_estimator
-    flag = flags.get(dialect.flag_for("train.advantage_estimator", flags) or "")
-    choices = flag.choices if flag is not None and flag.choices else ()
-    if choices and estimator not in choices:
-        out.append(
-            error(
-                "train.advantage_estimator",
-                f"openrlhf {flags.version} has no advantage estimator {estimator!r}",
-                f"choose one of {', '.join(choices)}",
-            )
-        )
     if cfg.train.n_samples_per_prompt <= 1:
         message = f"{estimator} compares samples of the same prompt and needs n_samples_per_prompt > 1"
         if estimator in flags.group_estimators:
@@ -158,7 +149,7 @@ def generation(cfg: LaunchConfig, plan: Plan, flags: FlagSet) -> list[Finding]:
     return out
 
 
-def batches(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
+def batches(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) -> list[Finding]:
     out = []
     t = cfg.train
     actor_gpus = plan.role("actor").gpus
@@ -176,23 +167,13 @@ def batches(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
         )
     if samples % t.micro_rollout_batch_size:
         out.append(
-            error(
+            warning(
                 "train.micro_rollout_batch_size",
                 f"rollout_batch_size x n_samples_per_prompt = {samples} is not divisible by "
-                f"micro_rollout_batch_size {t.micro_rollout_batch_size}",
+                f"micro_rollout_batch_size {t.micro_rollout_batch_size}: the last micro batch is shorter",
             )
         )
-    data_parallel = max(1, actor_processes)
-    step = t.micro_train_batch_size * data_parallel
-    if t.train_batch_size % step:
-        out.append(
-            error(
-                "train.train_batch_size",
-                f"train_batch_size {t.train_batch_size} is not divisible by micro_train_batch_size x actor "
-                f"data-parallel size = {t.micro_train_batch_size} x {data_parallel} = {step}",
-                f"use a multiple of {step}",
-            )
-        )
+    out += deepspeed_batches(cfg, plan, settings)
     if t.train_batch_size > samples:
         out.append(
             warning(
@@ -204,23 +185,67 @@ def batches(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
     return out
 
 
+def deepspeed_batches(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) -> list[Finding]:
+    """DeepSpeed checks train_batch = micro x grad-accum x data-parallel size for every group it
+    builds (actor and critic train, ref and reward evaluate), when the models initialize. OpenRLHF
+    hands it train_batch x ring x TP over all the group's GPUs: per data-parallel rank, train_batch
+    must be a positive multiple of micro x (GPUs / ring / TP). With dynamic batching the trained
+    models set micro = grad-accum = 1 and no train_batch; ref and reward still check it."""
+    out = []
+    t = cfg.train
+    ring, ds_tp = plan.extras.ring_attn_size, plan.extras.ds_tensor_parallel_size
+    dynamic = settings is not None and settings.dynamic_batch
+    for role in ("actor", "critic", "ref", "reward"):
+        rp = plan.role(role)
+        if not rp.enabled or (dynamic and role in ("actor", "critic")):
+            continue
+        if rp.gpus % (ring * ds_tp):
+            out.append(
+                error(
+                    f"placement.{role}",
+                    f"{role} has {rp.gpus} GPUs, not a multiple of ring_attn_size x DeepSpeed tensor_parallel_size = {ring} x {ds_tp}: "
+                    "DeepSpeed cannot build its device mesh",
+                    f"give {role} a multiple of {ring * ds_tp} GPUs",
+                    reason="trainer_init",
+                )
+            )
+            continue
+        data_parallel = rp.gpus // ring // ds_tp
+        step = t.micro_train_batch_size * data_parallel
+        if t.train_batch_size % step:
+            if role == "actor":
+                message = (
+                    f"train_batch_size {t.train_batch_size} is not divisible by micro_train_batch_size x actor "
+                    f"data-parallel size = {t.micro_train_batch_size} x {data_parallel} = {step}"
+                )
+            else:
+                message = (
+                    f"DeepSpeed checks the batch of every model: train_batch_size {t.train_batch_size} is not divisible by "
+                    f"micro_train_batch_size x {role} data-parallel size = {t.micro_train_batch_size} x {data_parallel} = {step}"
+                )
+            key = "train.train_batch_size" if role == "actor" else f"placement.{role}"
+            out.append(error(key, message, f"use a train_batch_size that is a multiple of {step}", reason="deepspeed_batch"))
+    return out
+
+
 def tensor_parallel(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
+    """vLLM engines spanning nodes work (vLLM's Ray workers span them), only slower."""
     tp, per_node = plan.vllm_tp, cfg.cluster.gpus_per_node
     if plan.vllm_engines == 0:
         return []
     if tp > per_node:
         return [
-            error(
+            warning(
                 "placement.vllm.tensor_parallel_size",
-                f"TP {tp} does not fit on one node of {per_node} GPUs",
+                f"TP {tp} does not fit on one node of {per_node} GPUs: each engine spans nodes, its all-reduces cross the network",
                 f"use a TP that divides {per_node}",
             )
         ]
     if per_node % tp:
         return [
-            error(
+            warning(
                 "placement.vllm.tensor_parallel_size",
-                f"TP {tp} does not divide the {per_node} GPUs of a node: some engines would span nodes",
+                f"TP {tp} does not divide the {per_node} GPUs of a node: some engines may span nodes",
                 f"use a TP that divides {per_node}",
             )
         ]
@@ -237,6 +262,7 @@ def capacity(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
                 f"the layout needs {need} GPUs ({plan.breakdown()}) but the cluster has {have} "
                 f"({plan.cluster_nodes}x{plan.cluster_gpus_per_node})",
                 "shrink a role, colocate (placement.colocate), or add nodes",
+                reason="placement",
             )
         )
         return out
@@ -291,14 +317,16 @@ def wandb(cfg: LaunchConfig, key_present: bool) -> list[Finding]:
     return []
 
 
-def check(cfg: LaunchConfig, plan: Plan, flags: FlagSet, *, wandb_key_present: bool = False) -> list[Finding]:
+def check(
+    cfg: LaunchConfig, plan: Plan, flags: FlagSet, *, wandb_key_present: bool = False, settings: Settings | None = None
+) -> list[Finding]:
     """Every rule, errors and warnings, in a stable order."""
     return [
         *required(cfg, plan),
         *colocation(cfg, plan),
         *generation(cfg, plan, flags),
         *tensor_parallel(cfg, plan),
-        *batches(cfg, plan),
+        *batches(cfg, plan, settings),
         *capacity(cfg, plan),
         *checkpoints(cfg, plan),
         *wandb(cfg, wandb_key_present),

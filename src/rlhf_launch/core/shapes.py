@@ -23,10 +23,11 @@ class Shape:
     vocab: int
     tied_embeddings: bool = False
     params_override: float | None = None  # billions, when given instead of derived
+    head_dim_override: int | None = None  # config.json's head_dim, where it is not hidden / heads (Qwen3)
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_override or self.hidden // self.heads
 
     @property
     def params(self) -> float:
@@ -34,7 +35,8 @@ class Shape:
         if self.params_override is not None:
             return self.params_override * 1e9
         kv = self.kv_heads * self.head_dim
-        attention = 2 * self.hidden * self.hidden + 2 * self.hidden * kv
+        query = self.heads * self.head_dim
+        attention = 2 * self.hidden * query + 2 * self.hidden * kv
         mlp = 3 * self.hidden * self.intermediate
         per_layer = attention + mlp + 2 * self.hidden
         embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
@@ -55,12 +57,15 @@ KNOWN = {
     "llama-3-70b": Shape("Llama-3-70B", 80, 8192, 28672, 64, 8, 128256),
     "qwen2.5-7b": Shape("Qwen2.5-7B", 28, 3584, 18944, 28, 4, 152064),
     "qwen2.5-72b": Shape("Qwen2.5-72B", 80, 8192, 29568, 64, 8, 152064),
+    "qwen3-4b": Shape("Qwen3-4B", 36, 2560, 9728, 32, 8, 151936, tied_embeddings=True, head_dim_override=128),
+    "qwen3-8b": Shape("Qwen3-8B", 36, 4096, 12288, 32, 8, 151936, head_dim_override=128),
 }
 
 _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"llama-?2-(7|13|70)b"), lambda m: f"llama-2-{m.group(1)}b"),
     (re.compile(r"llama-?3(?:\.\d)?-(8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
     (re.compile(r"qwen2\.5-(7|72)b"), lambda m: f"qwen2.5-{m.group(1)}b"),
+    (re.compile(r"qwen3-(4|8)b"), lambda m: f"qwen3-{m.group(1)}b"),
 ]
 
 
@@ -76,6 +81,7 @@ def from_config_json(path: Path) -> Shape:
         kv_heads=data.get("num_key_value_heads", heads),
         vocab=data["vocab_size"],
         tied_embeddings=bool(data.get("tie_word_embeddings", False)),
+        head_dim_override=data.get("head_dim") if data.get("head_dim") != data["hidden_size"] // heads else None,
     )
 
 

@@ -77,20 +77,104 @@ SPELLINGS: dict[str, tuple[Spelling, ...]] = {
     "logging.wandb.org": (("logger.wandb.org",), ("wandb_org",)),
     "logging.wandb.group": (("logger.wandb.group",), ("wandb_group",)),
     "logging.wandb.run_name": (("logger.wandb.run_name",), ("wandb_run_name",)),
+    # OpenRLHF 0.9-0.11 features (SOFT below: unset, extra_args may still carry their flags)
+    "models.agent_func": (("train.agent_func_path",), ("agent_func_path",)),
+    "data.eval_dataset": (("eval.dataset",), ("eval_dataset",)),
+    "data.label_key": (("data.label_key",), ("label_key",)),
+    "train.eval_steps": (("eval.steps",), ("eval_steps",)),
+    "train.async_train": (("train.async_enable",), ("async_train",)),
+    "train.partial_rollout": (("train.partial_rollout_enable",), ("partial_rollout",)),
+    "train.vllm_generate_batch_size": (("rollout.vllm_generate_batch_size",), ("vllm_generate_batch_size",)),
+    "train.dynamic_filtering": (("algo.dynamic_filtering_enable",), ("dynamic_filtering",)),
+    "train.dynamic_filtering_range": (("algo.dynamic_filtering_range",), ("dynamic_filtering_reward_range",)),
+    "train.dynamic_batch": (("train.dynamic_batch_enable",), ("use_dynamic_batch",)),
+    "train.train_max_tokens_per_gpu": (("train.max_tokens_per_gpu",), ("train_max_tokens_per_gpu",)),
+    "train.rollout_max_tokens_per_gpu": (("rollout.max_tokens_per_gpu",), ("rollout_max_tokens_per_gpu",)),
+    "train.is_correction": (
+        ("algo.advantage.is_correction_level", "algo.advantage.is_correction_mode"),
+        ("algo.advantage.is_correction_enable", "algo.advantage.is_correction_type"),
+        ("enable_vllm_is_correction", "vllm_is_correction_type"),
+        ("enable_vllm_is_correction",),
+    ),
+    "train.is_correction_threshold": (("algo.advantage.is_correction_threshold",), ("vllm_is_truncated_threshold",)),
+    "deepspeed.ring_attn_size": (("ds.ring_attn_size",), ("ring_attn_size",)),
+    "deepspeed.tensor_parallel_size": (("ds.tensor_parallel_size",), ("ds_tensor_parallel_size",)),
+}
+
+# Config keys that own their flags only when set: left unset (None), the flag may still be given
+# in extra_args, as it could before the key existed.
+SOFT = frozenset(
+    {
+        "models.agent_func",
+        "data.eval_dataset",
+        "data.label_key",
+        "train.eval_steps",
+        "train.async_train",
+        "train.partial_rollout",
+        "train.vllm_generate_batch_size",
+        "train.dynamic_filtering",
+        "train.dynamic_filtering_range",
+        "train.dynamic_batch",
+        "train.train_max_tokens_per_gpu",
+        "train.rollout_max_tokens_per_gpu",
+        "train.is_correction",
+        "train.is_correction_threshold",
+        "deepspeed.ring_attn_size",
+        "deepspeed.tensor_parallel_size",
+    }
+)
+
+# The trainer's settings that start-up checks read (core/settings.py), by the flags that hold
+# them, newest spelling first. A setting the release has no flag for keeps its default.
+TRAINER: dict[str, tuple[str, ...]] = {
+    "actor_model": ("actor.model_name_or_path", "pretrain"),
+    "reward_model": ("reward.model_name_or_path", "reward_pretrain"),
+    "critic_model": ("critic.model_name_or_path", "critic_pretrain"),
+    "remote_reward": ("reward.remote_url", "remote_rm_url"),
+    "agent": ("train.agent_func_path", "agent_func_path"),
+    "prompt_dataset": ("data.prompt_dataset", "prompt_data"),
+    "eval_dataset": ("eval.dataset", "eval_dataset"),
+    "input_template": ("data.input_template", "input_template"),
+    "estimator": ("algo.advantage.estimator", "advantage_estimator"),
+    "n_samples": ("rollout.n_samples_per_prompt", "n_samples_per_prompt"),
+    "init_kl_coef": ("algo.kl.init_coef", "init_kl_coef"),
+    "rollout_batch": ("rollout.batch_size", "rollout_batch_size"),
+    "micro_rollout_batch": ("rollout.micro_batch_size", "micro_rollout_batch_size"),
+    "train_batch": ("train.batch_size", "train_batch_size"),
+    "micro_train_batch": ("train.micro_batch_size", "micro_train_batch_size"),
+    "max_len": ("data.max_len", "max_len"),
+    "prompt_max_len": ("prompt_max_len",),
+    "generate_max_len": ("rollout.max_new_tokens", "max_new_tokens", "generate_max_len"),
+    "packing": ("ds.packing_samples", "packing_samples"),
+    "attn_implementation": ("ds.attn_implementation", "attn_implementation"),
+    "flash_attn": ("flash_attn",),
+    "param_dtype": ("ds.param_dtype", "param_dtype"),
+    "bf16": ("bf16",),
+    "ring_attn_size": ("ds.ring_attn_size", "ring_attn_size"),
+    "ds_tensor_parallel_size": ("ds.tensor_parallel_size", "ds_tensor_parallel_size"),
+    "dynamic_batch": ("train.dynamic_batch_enable", "use_dynamic_batch"),
+    "train_max_tokens_per_gpu": ("train.max_tokens_per_gpu", "train_max_tokens_per_gpu"),
+    "rollout_max_tokens_per_gpu": ("rollout.max_tokens_per_gpu", "rollout_max_tokens_per_gpu"),
+    "async_train": ("train.async_enable", "async_train"),
+    "partial_rollout": ("train.partial_rollout_enable", "partial_rollout"),
+    "vllm_generate_batch_size": ("rollout.vllm_generate_batch_size", "vllm_generate_batch_size"),
+    "dynamic_filtering": ("algo.dynamic_filtering_enable", "dynamic_filtering"),
+    "dynamic_filtering_range": ("algo.dynamic_filtering_range", "dynamic_filtering_reward_range"),
+    "reward_clip_range": ("reward_clip_range",),
+    "max_images_per_prompt": ("data.max_images_per_prompt", "max_images_per_prompt"),
+    "is_correction_level": ("algo.advantage.is_correction_level",),
+    "is_correction_enable": ("algo.advantage.is_correction_enable", "enable_vllm_is_correction"),
+    "is_correction_threshold": ("algo.advantage.is_correction_threshold", "vllm_is_truncated_threshold"),
+    "vllm_engines": ("vllm.num_engines", "vllm_num_engines"),
+    "vllm_tp": ("vllm.tensor_parallel_size", "vllm_tensor_parallel_size"),
+    "vllm_sleep": ("vllm.enable_sleep", "vllm_enable_sleep"),
+    "colocate_all": ("train.colocate_all", "colocate_all_models"),
 }
 
 # Flags the launcher itself sets (never from extra_args).
 LOAD_FLAG = ("ckpt.load_enable", "load_checkpoint")
 WANDB_KEY_FLAG = ("logger.wandb.key", "use_wandb")
 WANDB_PLACEHOLDER = "env:WANDB_API_KEY"  # any value turns W&B on; the key itself comes from the env
-
-# Trainer settings outside the config schema that change the layout (see core.plan.TrainerExtras).
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "async_train": ("train.async_enable", "async_train"),
-    "agent": ("train.agent_func_path", "agent_func_path"),
-    "ring_attn_size": ("ds.ring_attn_size", "ring_attn_size"),
-    "ds_tensor_parallel_size": ("ds.tensor_parallel_size", "ds_tensor_parallel_size"),
-}
 
 
 def pick(flags: FlagSet, names: tuple[str, ...]) -> str | None:

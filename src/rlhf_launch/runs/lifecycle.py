@@ -1,19 +1,27 @@
-"""Runs and their attempts on a live cluster: create a run, submit an attempt, refresh status.
+"""Runs and their attempts on a live cluster: create a run, submit an attempt, refresh it.
 
-Shared by `submit`, `resume`, `stop`, `runs` and the auto-resume watcher. Each record
-change happens under the run's lock; an attempt is written to the record (SUBMITTING)
-before Ray sees the job, so a crash between the two is recoverable from the record.
+Shared by `submit`, `resume`, `stop`, `runs`, `watch` and the supervisor. Each record change
+happens under the run's lock. An attempt is written to the record (SUBMITTING) before Ray
+sees it and keeps that status until the cluster says what became of it: a submission whose
+answer timed out may or may not have reached Ray, and its deterministic job id lets a later
+look find out. Attempts submitted elsewhere (by the cluster-side supervisor, or from another
+machine) are adopted into this machine's record from their job metadata.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from rlhf_launch.cluster.jobs import Jobs
+from rlhf_launch.cluster.jobs import JobInfo, Jobs
+from rlhf_launch.core import command
 from rlhf_launch.core.config import LaunchConfig, apply_overrides, validate
 from rlhf_launch.core.launch import Launch, prepare
-from rlhf_launch.errors import JobNotFound, UserError
+from rlhf_launch.core.secrets import SECRET_ENV
+from rlhf_launch.errors import AuthRejected, ClusterRefused, JobNotFound, UserError
+from rlhf_launch.openrlhf import dialect, flagset
+from rlhf_launch.runs import jobmeta
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -30,6 +38,27 @@ RESUME_SENSITIVE = (
     "train.n_samples_per_prompt",
     "checkpoint.ckpt_path",
 )
+# A submission Ray has not answered may still arrive: its attempt is LOST only after this.
+SUBMIT_GRACE = 120.0
+
+
+class StoppedByUser(UserError):
+    """The run was stopped by a user: nothing resubmits it automatically."""
+
+
+class AttemptTaken(ClusterRefused):
+    """Ray already has a job with this attempt's id: another process submitted it."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a run is supervised: auto-resume count, backoff, poll and retry overrides."""
+
+    auto_resume: int = 0
+    backoff: float = 10.0
+    poll: float = 5.0
+    retry_on: tuple[str, ...] = ()
+    no_retry_on: tuple[str, ...] = ()
 
 
 def _get(data: dict[str, Any], dotted: str) -> Any:
@@ -47,7 +76,14 @@ def config_dict(cfg: LaunchConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
-def new_run(launch: Launch, address: str, source: str, overrides: list[str], auto_resume: int, backoff: float) -> Run:
+def _params_billion(launch: Launch) -> float | None:
+    from rlhf_launch.core.shapes import from_fields, lookup
+
+    shape = from_fields(launch.cfg.models) or lookup(launch.cfg.models.actor)[0]
+    return round(shape.params / 1e9, 2) if shape else None
+
+
+def new_run(launch: Launch, address: str, source: str, overrides: list[str], policy: Policy = Policy()) -> Run:
     cfg = config_dict(launch.cfg)
     run = Run(
         run_id=runs.new_run_id(launch.cfg.name),
@@ -62,8 +98,14 @@ def new_run(launch: Launch, address: str, source: str, overrides: list[str], aut
         argv=list(launch.argv),
         runtime_env=launch.spec.shown_runtime_env,
         ckpt_path=launch.cfg.checkpoint.ckpt_path,
-        auto_resume=auto_resume,
-        backoff=backoff,
+        auto_resume=policy.auto_resume,
+        backoff=policy.backoff,
+        poll=policy.poll,
+        retry_on=list(policy.retry_on),
+        no_retry_on=list(policy.no_retry_on),
+        gpus_required=launch.plan.gpus_required,
+        params_billion=_params_billion(launch),
+        nodes=launch.plan.cluster_nodes,
     )
     runs.save(run)
     return run
@@ -76,16 +118,43 @@ def launch_for(run: Run, overrides: list[str] | None = None, *, load_checkpoint:
     return prepare(cfg, version=run.openrlhf_version, load_checkpoint=load_checkpoint)
 
 
-def submit_attempt(jobs: Jobs, run_id: str, launch: Launch, reason: str, *, load_checkpoint: bool) -> Attempt:
-    """Record the attempt, then submit it; refuses if the user stopped the run meanwhile."""
+def resume_entrypoint(run: Run) -> str:
+    """The recorded trainer argv plus the release's checkpoint load flag."""
+    load = dialect.pick(flagset.load(run.openrlhf_version), dialect.LOAD_FLAG)
+    argv = list(run.argv) + ([f"--{load}"] if load and f"--{load}" not in run.argv else [])
+    return command.entrypoint(argv)
+
+
+def wandb_run_id(run_id: str) -> str:
+    """One W&B run for all attempts of a run (W&B ids: letters, digits, - and _)."""
+    import hashlib
+
+    return "rlhf-" + hashlib.sha256(run_id.encode()).hexdigest()[:16]
+
+
+def _job_runtime_env(runtime_env: dict[str, Any], run_id: str, job_id: str) -> dict[str, Any]:
+    env = jobmeta.with_markers(runtime_env, run_id, job_id)
+    if SECRET_ENV in env["env_vars"]:  # W&B is on: every attempt resumes the same W&B run
+        env["env_vars"].setdefault("WANDB_RUN_ID", wandb_run_id(run_id))
+        env["env_vars"].setdefault("WANDB_RESUME", "allow")
+    return env
+
+
+def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, runtime_env: dict[str, Any], load_checkpoint: bool) -> Attempt:
+    """Record attempt N+1, then submit it as job `<run>-<N+1>`.
+
+    Refuses (StoppedByUser) if the user stopped the run and this is an automatic resubmission.
+    A definite refusal by Ray marks the attempt SUBMIT_FAILED; a submission whose answer
+    did not come (timeout, connection lost) stays SUBMITTING, and the error is raised."""
     with runs.locked(run_id):
         run = runs.load(run_id)
         if reason in ("auto-resume", "placement-retry") and run.stopped_by_user:
-            raise UserError(f"run {run_id} was stopped by the user; not resubmitting")
+            raise StoppedByUser(f"run {run_id} was stopped by the user; not resubmitting")
         number = len(run.attempts) + 1
+        job_id = jobmeta.attempt_job_id(run_id, number)
         attempt = Attempt(
             number=number,
-            job_id=run.job_id(number),
+            job_id=job_id,
             reason=reason,
             load_checkpoint=load_checkpoint,
             submitted=time.time(),
@@ -95,18 +164,17 @@ def submit_attempt(jobs: Jobs, run_id: str, launch: Launch, reason: str, *, load
         run.status = RunStatus.SUBMITTING
         if reason in ("submit", "resume"):
             run.stopped_by_user = False
+            run.diagnosis = None
         runs.save(run)
-        metadata = {
-            "rlhf_launch_run": run_id,
-            "rlhf_launch_attempt": str(number),
-            "rlhf_launch_config_hash": run.config_hash,
-            "rlhf_launch_reason": reason,
-        }
         try:
-            jobs.submit(launch.spec.entrypoint, launch.spec.runtime_env, attempt.job_id, metadata)
-        except Exception as exc:
+            jobs.submit(
+                entrypoint, _job_runtime_env(runtime_env, run_id, job_id), job_id, jobmeta.metadata(run, jobmeta.TRAINER, number, reason)
+            )
+        except (ClusterRefused, AuthRejected) as exc:
+            if "already exists" in exc.message:
+                raise AttemptTaken(f"attempt {number} of {run_id} ({job_id}) was already submitted elsewhere") from None
             attempt.status = AttemptStatus.SUBMIT_FAILED
-            attempt.message = str(exc)[:500]
+            attempt.message = exc.message[:500]
             attempt.ended = time.time()
             run.status = RunStatus.FAILED
             runs.save(run)
@@ -117,31 +185,64 @@ def submit_attempt(jobs: Jobs, run_id: str, launch: Launch, reason: str, *, load
         return attempt
 
 
-def observe(run: Run, jobs: Jobs) -> Run:
-    """Refresh the current attempt's status from Ray and fold it into the record.
+def _adopt(run: Run, info: JobInfo) -> Attempt:
+    meta = info.metadata
+    return Attempt(
+        number=jobmeta.number_of(meta),
+        job_id=info.job_id,
+        reason=meta.get("rlhf_launch_reason", "auto-resume"),
+        load_checkpoint=True,
+        submitted=info.start_time or time.time(),
+        status=AttemptStatus.of_job(info.status),
+        ended=info.end_time,
+        message=info.message[:1000],
+    )
 
-    Only a cluster that answers "no such job" makes an attempt LOST; a timeout or an
-    unreachable cluster raises (ClusterError) and changes nothing: unknown is not dead.
+
+def observe(run: Run, jobs: Jobs) -> Run:
+    """Refresh the current attempt from Ray, adopt attempts submitted elsewhere, fold both
+    into the record.
+
+    Only a cluster that answers "no such job" (and, for a submission still in flight, only
+    after SUBMIT_GRACE) makes an attempt LOST; a timeout, an unreachable cluster or a refused
+    token raises (ClusterError) and changes nothing: unknown is not dead.
     """
     attempt = run.current
-    if attempt is None or attempt.status.is_terminal():
+    newer: list[JobInfo] = []
+    probe = jobmeta.attempt_job_id(run.run_id, len(run.attempts) + 1)
+    while True:  # attempts a supervisor or another machine submitted after ours
+        try:
+            info = jobs.info(probe)
+        except JobNotFound:
+            break
+        newer.append(info)
+        probe = jobmeta.attempt_job_id(run.run_id, len(run.attempts) + len(newer) + 1)
+    status: AttemptStatus | None = None
+    message, ended = "", None
+    if attempt is not None and not attempt.status.is_terminal():
+        try:
+            info = jobs.info(attempt.job_id)
+        except JobNotFound:
+            in_flight = attempt.status is AttemptStatus.SUBMITTING and time.time() - attempt.submitted < SUBMIT_GRACE
+            if not in_flight:
+                status, message = AttemptStatus.LOST, "the cluster has no such job (restarted, or the submission never arrived)"
+        else:
+            status, message, ended = AttemptStatus.of_job(info.status), info.message, info.end_time
+    if status is None and not newer:
         return run
-    try:
-        info = jobs.info(attempt.job_id)
-    except JobNotFound:
-        status, message, ended = AttemptStatus.LOST, "the cluster has no such job (restarted?)", None
-    else:
-        status, message, ended = AttemptStatus.of_job(info.status), info.message, info.end_time
 
     def change(record: Run) -> None:
         current = record.current
-        if current is None or current.job_id != attempt.job_id or current.status is not attempt.status:
-            return  # changed since we read it (e.g. a submission finished): the next look decides
-        current.status, current.message = status, message[:1000]
-        if status.is_terminal():
-            current.ended = ended if ended is not None else time.time()
-        if record.status is not RunStatus.GAVE_UP:
-            record.status = RunStatus.of_attempt(status, stopped_by_user=record.stopped_by_user)
+        unchanged = current is not None and attempt is not None and current.job_id == attempt.job_id and current.status is attempt.status
+        if status is not None and current is not None and unchanged:  # else it changed meanwhile: the next look decides
+            current.status, current.message = status, message[:1000]
+            if status.is_terminal():
+                current.ended = ended if ended is not None else time.time()
+        known = {a.job_id for a in record.attempts}
+        record.attempts += [_adopt(record, info) for info in newer if info.job_id not in known]
+        latest = record.current
+        if latest is not None and record.status is not RunStatus.GAVE_UP:
+            record.status = RunStatus.of_attempt(latest.status, stopped_by_user=record.stopped_by_user)
 
     return runs.update(run.run_id, change)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlhf_launch.cluster.jobs import Jobs
-from rlhf_launch.errors import UserError
-from rlhf_launch.runs import lifecycle, supervisor
+from rlhf_launch.errors import ClusterError, UserError
+from rlhf_launch.runs import lifecycle, remote, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus
@@ -30,25 +30,30 @@ def follow(run: Run, jobs: Jobs) -> Iterator[str]:
     while True:
         yield f"--- {run.run_id} attempt {attempt.number} ({attempt.job_id})\n"
         yield from jobs.follow(attempt.job_id)
-        run = lifecycle.observe(runs.load(run.run_id), jobs)
-        nxt = _next_attempt(run.run_id, attempt.number)
+        nxt = _next_attempt(run.run_id, attempt.number, jobs)
+        run = remote.refresh(runs.load(run.run_id), jobs)
         if nxt is None:
-            yield f"--- {run.run_id}: {runs.load(run.run_id).status}\n"
+            why = f" ({run.diagnosis.get('class')}: {run.diagnosis.get('hint', '')})" if run.diagnosis else ""
+            yield f"--- {run.run_id}: {run.status}{why}\n"
             return
         attempt = nxt
 
 
-def _next_attempt(run_id: str, after: int, wait: float = NEXT_ATTEMPT_WAIT) -> Attempt | None:
+def _next_attempt(run_id: str, after: int, jobs: Jobs, wait: float = NEXT_ATTEMPT_WAIT) -> Attempt | None:
     """The attempt after `after` once Ray has it, or None when no more will come."""
 
     def check() -> tuple[Attempt | None] | None:
-        run = runs.load(run_id)
+        try:
+            run = lifecycle.observe(runs.load(run_id), jobs)
+            supervised = supervisor.live_supervisor(run, jobs) is not None
+        except ClusterError:
+            return None  # unknown: keep waiting
         attempt = run.current
         if attempt and attempt.number > after and attempt.status is not AttemptStatus.SUBMITTING:
             return (attempt,)
-        if run.final or not supervisor.watcher_alive(run_id):
+        if run.final or not supervised:
             return (None,)
-        return None  # a supervisor may still submit one
+        return None  # the supervisor may still submit one
 
     found = poll_until(check, wait, 1.0)
     return found[0] if found else None

@@ -1,4 +1,5 @@
-"""`runs`: every recorded run with its status read live from Ray where the cluster answers."""
+"""`runs`: every run this machine recorded or the cluster knows, with its status read live
+from Ray where the cluster answers within a few seconds."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlhf_launch.cluster.auth import find_token
-from rlhf_launch.cluster.connection import Cluster
-from rlhf_launch.cluster.jobs import Jobs
+from rlhf_launch.cluster.connection import Cluster, address_from
 from rlhf_launch.errors import ClusterError, RecordUnreadable
-from rlhf_launch.runs import lifecycle, supervisor
+from rlhf_launch.runs import lifecycle, remote
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Run
 
@@ -25,8 +25,9 @@ class Overview:
         return self.rows + [{"record": bad.path, "unreadable": bad.reason} for bad in self.unreadable]
 
 
-def _row(run: Run, live: bool) -> dict[str, Any]:
+def row(run: Run, live: bool) -> dict[str, Any]:
     attempt = run.current
+    progress = run.progress or {}
     return {
         "run_id": run.run_id,
         "status": run.status,
@@ -37,29 +38,37 @@ def _row(run: Run, live: bool) -> dict[str, Any]:
         "address": run.address,
         "live": live,
         "auto_resume": f"{run.auto_resumes_used}/{run.auto_resume}" if run.auto_resume else "",
-        "watcher": supervisor.watcher_alive(run.run_id),
+        "supervisor": run.supervisor_job,
+        "step": progress.get("step"),
+        "total_steps": progress.get("total_steps") or run.total_steps,
+        "steps_per_hour": progress.get("steps_per_hour"),
+        "eta_seconds": progress.get("eta_seconds"),
+        "reward": progress.get("reward"),
+        "kl": progress.get("kl"),
+        "diagnosis": run.diagnosis,
         "created": run.created,
     }
 
 
-def overview(token_file: str | None = None) -> Overview:
-    """Every record, refreshed from its cluster when that answers within a few seconds."""
-    listing = runs.listing()
+def overview(address: str | None = None, token_file: str | None = None) -> Overview:
+    """Every record, and every run of the cluster at `address` (or the default address),
+    refreshed from its cluster when that answers."""
     token = find_token(token_file=token_file)
-    clients: dict[str, Jobs | None] = {}
-    rows = []
-    for run in listing.runs:
-        if run.address not in clients:
-            try:
-                clients[run.address] = Cluster(run.address, token, timeout=TIMEOUT).checked().jobs
-            except ClusterError:
-                clients[run.address] = None
-        jobs = clients[run.address]
-        live = jobs is not None
-        if jobs is not None and not run.final:
-            try:
-                run = lifecycle.observe(run, jobs)
-            except ClusterError:
-                live = False
-        rows.append(_row(run, live))
-    return Overview(rows, listing.unreadable)
+    addresses = {r.address for r in runs.listing().runs if not r.final}
+    addresses.add(address_from(address))
+    reachable = set()
+    for target in sorted(addresses):
+        try:
+            jobs = Cluster(target, token, timeout=TIMEOUT).checked().jobs
+            on_cluster = {r.run_id for r in remote.cluster_runs(jobs)}
+        except ClusterError:
+            continue
+        reachable.add(target)
+        for run in runs.listing().runs:
+            if run.address == target and not run.final and run.run_id not in on_cluster:
+                try:
+                    lifecycle.observe(run, jobs)  # its jobs are gone: the cluster restarted
+                except ClusterError:
+                    pass
+    listing = runs.listing()
+    return Overview([row(r, r.address in reachable) for r in listing.runs], listing.unreadable)

@@ -51,6 +51,7 @@ class Attempt:
     ended: float | None = None
     message: str = ""
     resumed_from_step: int | None = None
+    diagnosis: dict[str, Any] | None = None  # why it failed or stalled (runs/diagnose.py)
 
 
 @dataclass
@@ -70,9 +71,21 @@ class Run:
     attempts: list[Attempt] = field(default_factory=list)
     status: RunStatus = RunStatus.PENDING
     stopped_by_user: bool = False
+    # supervision (auto-resume): how many automatic resumes, backoff and poll seconds, which
+    # failure classes to retry beyond the default policy, and what the plan needs
     auto_resume: int = 0
     backoff: float = 10.0
-    supervisor_pid: int | None = None
+    poll: float = 5.0
+    retry_on: list[str] = field(default_factory=list)
+    no_retry_on: list[str] = field(default_factory=list)
+    gpus_required: int = 0
+    params_billion: float | None = None
+    nodes: int = 1
+    total_steps: int | None = None
+    supervisor_pid: int | None = None  # a local supervisor (rlhf-launch supervise in the foreground)
+    supervisor_job: str | None = None  # the cluster-side supervisor's Ray job
+    diagnosis: dict[str, Any] | None = None  # why the last attempt failed or stalled
+    progress: dict[str, Any] | None = None  # step N of M, steps per hour, ETA, reward, KL
 
     @property
     def current(self) -> Attempt | None:

@@ -64,6 +64,8 @@ def resume(record: Run, overrides: list[str], cluster: Cluster, *, force: bool, 
     findings += live_check.check(launch, cluster).findings
     if any(f.level == "error" for f in findings):
         return Resumed(record, None, state, findings)
-    attempt = lifecycle.submit_attempt(jobs, record.run_id, launch, "resume", load_checkpoint=True)
+    attempt = lifecycle.submit_attempt(
+        jobs, record.run_id, "resume", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=True
+    )
     runs.update(record.run_id, lambda r: setattr(r.attempts[-1], "resumed_from_step", state.latest_step))
     return Resumed(runs.load(record.run_id), attempt, state, findings)

@@ -1,41 +1,91 @@
-"""Stop a run: mark it stopped (so nothing resubmits it), stop its attempt, wait for the end."""
+"""Stop a run, for real: it returns when the trainer is gone and its GPUs are free, or says
+exactly what is left.
+
+1. Mark the run stopped (nothing resubmits it past this point from this machine).
+2. Stop its supervisor job and wait until it ended: no attempt can be submitted after that.
+3. Adopt any attempt the supervisor submitted meanwhile; ask Ray to stop every attempt that
+   is not terminal, again and again until Ray has it (a stop sent before Ray registered the
+   job is a no-op for Ray).
+4. Sweep: kill the actors that would still start an entrypoint (a job stopped while its
+   runtime env was set up still starts, ray-project/ray#28221), end every process with the
+   run's marker on every node, and wait until every job of the run is proven gone
+   (runs/gone.py): terminal, no entrypoint actor, no actor or placement group, no process.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from rlhf_launch.cluster.jobs import Jobs, JobStatus
-from rlhf_launch.errors import JobNotFound
-from rlhf_launch.runs import lifecycle
+from rlhf_launch.cluster.dashboard import Dashboard
+from rlhf_launch.cluster.jobs import Jobs
+from rlhf_launch.errors import ClusterError, JobNotFound
+from rlhf_launch.runs import gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Run
+from rlhf_launch.util.poll import poll_until
 
-WAIT = 60.0
+BOUND = 60.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class Stopped:
     run_id: str
     job_id: str | None
     job_status: str
+    bound: float
+    seconds: float = 0.0
+    left: list[gone.Leftovers] = field(default_factory=list)
+
+    @property
+    def gone(self) -> bool:
+        return not self.left
 
     def as_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "job_id": self.job_id, "job_status": self.job_status, "status": "STOPPED"}
+        return {
+            "run_id": self.run_id,
+            "job_id": self.job_id,
+            "job_status": self.job_status,
+            "status": "STOPPED",
+            "gone": self.gone,
+            "seconds": round(self.seconds, 2),
+            "bound": self.bound,
+            "left": [line for lo in self.left for line in lo.describe()],
+        }
 
 
-def stop(run: Run, jobs: Jobs, wait: float = WAIT) -> Stopped:
-    run = lifecycle.mark_stopped(run.run_id)  # first, so a supervisor never resubmits past this point
-    attempt = run.current
-    if attempt is None:
-        return Stopped(run.run_id, None, "NONE")
-    status: str
-    if jobs.stop(attempt.job_id):
-        status = jobs.wait_terminal(attempt.job_id, wait)
-    else:
-        try:
-            status = jobs.status(attempt.job_id)  # already over
-        except JobNotFound:
-            status = "LOST"
-    lifecycle.observe(runs.load(run.run_id), jobs)
-    return Stopped(run.run_id, attempt.job_id, status if not isinstance(status, JobStatus) else status.value)
+def _stop_until_terminal(jobs: Jobs, job_ids: list[str], deadline: float) -> None:
+    """Ask Ray to stop each job until Ray reports it terminal (or the deadline)."""
+
+    def all_ended() -> bool:
+        ended = True
+        for job_id in job_ids:
+            try:
+                if jobs.status(job_id).is_terminal():
+                    continue
+                jobs.stop(job_id)
+            except JobNotFound:
+                continue
+            except ClusterError:
+                pass
+            ended = False
+        return ended
+
+    poll_until(all_ended, max(0.0, deadline - time.monotonic()), 0.3)
+
+
+def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, bound: float = BOUND) -> Stopped:
+    started = time.monotonic()
+    deadline = started + bound
+    run = lifecycle.mark_stopped(run.run_id)
+    supervisors = [info.job_id for info in supervisor.supervisor_jobs(run, jobs)]
+    _stop_until_terminal(jobs, [j for j in supervisors if not jobs.status(j).is_terminal()], deadline)
+    run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before it ended
+    attempts = [a.job_id for a in run.attempts]
+    _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
+    left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweeper, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
+    run = lifecycle.observe(runs.load(run.run_id), jobs)
+    current = run.current
+    status = str(current.status) if current else "NONE"
+    return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left)

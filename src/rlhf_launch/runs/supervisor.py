@@ -1,221 +1,410 @@
-"""Auto-resume: a watcher process on the launcher's machine that keeps a run going.
+"""The supervisor: keeps one run going, from the cluster itself.
 
-Why a local process (re-attachable with `rlhf-launch watch RUN`) and not a Ray job: the
-run record, which is the source of truth, lives here; the W&B key stays in this
-environment instead of sitting in a supervisor job's runtime_env; and the cluster image
-needs nothing beyond OpenRLHF. The watcher polls the current attempt; on FAILED (or a job
-the cluster lost) it waits for the cluster to have the GPUs again, backs off, and
-resubmits with the checkpoint load flag, up to `auto_resume` times. It never resubmits
-after SUCCEEDED or a user's stop, and never touches a checkpoint. One watcher per run
-(a lock file); a second `watch` follows the first one's log instead.
+`submit --auto-resume N` starts it as a Ray job of its own, `<run>-supervisor-<k>`, running
+`rlhf-launch supervise RUN` with the launcher installed in the cluster image. It lives on
+the cluster (the head node, where Ray runs job drivers), so closing the laptop, losing the
+tunnel or killing every local rlhf-launch process changes nothing. Everything it needs is on
+the cluster: the run's record travels in the metadata of the run's jobs, the W&B key in
+the previous attempt's runtime_env (the one place it already is), the token in the Ray
+processes' environment. It reports through its own log: human lines, and one
+`RLHF_LAUNCH_STATE {json}` line per change that `runs`, `watch` and `logs` read.
 
-Placement guard: Ray can take tens of seconds to declare a dead node dead, so an attempt
-resubmitted right after a node loss may wait forever at placement. While an attempt is
-pending or running, the watcher compares the alive nodes' GPUs with what the plan needs;
-after two polls short it stops that attempt (SUPERSEDED, not counted as a resume), waits
-for the GPUs, and submits again.
+Each poll it reads the current attempt:
+- unknown (timeout, unreachable, auth refused): it says so and waits; it never acts on it;
+- running: progress from the driver log (step N of M, rate, ETA, reward, KL); stall
+  detection (a milestone late past its deadline: runtime env, placement, models loaded,
+  first step, next step; with auto-resume the attempt is stopped and resumed, counted as a
+  `stall`; without, it is reported); the placement guard (alive GPUs short of the plan's
+  need for two polls: the attempt would wait forever at placement; it is stopped and
+  resubmitted, not counted);
+- SUCCEEDED, or STOPPED (someone stopped the trainer): the run ends so;
+- FAILED or LOST: the diagnosis (runs/diagnose.py, from the log tail and Ray's state) and
+  the retry decision (runs/retry.py: only retriable classes, never the same class twice at
+  the same step, --retry-on / --no-retry-on); to retry, the attempt must first be proven gone
+  (runs/gone.py), the cluster must have the GPUs again, and the backoff must pass; then
+  attempt N+1 is submitted with the checkpoint load flag, as job `<run>-<N+1>`. Ray refuses
+  a second job with that id, so two supervisors can never both submit it.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
 
 from rlhf_launch.cluster import snapshot
-from rlhf_launch.cluster.connection import Cluster
-from rlhf_launch.cluster.jobs import Jobs
-from rlhf_launch.errors import ClusterError, UserError
-from rlhf_launch.runs import lifecycle
+from rlhf_launch.cluster.dashboard import Dashboard
+from rlhf_launch.cluster.jobs import Jobs, JobStatus
+from rlhf_launch.errors import ClusterError, JobNotFound
+from rlhf_launch.runs import evidence, gone, jobmeta, lifecycle, progress, retry
 from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
-from rlhf_launch.util import filelock
 
-POLL = 5.0
+STATE = "RLHF_LAUNCH_STATE"
+PROGRESS_EVERY = 60.0  # seconds between progress state lines when the step does not change
 MAX_BACKOFF = 600.0
 CAPACITY_WAIT = 3600.0
+GONE_WAIT = 120.0
+SHORT_POLLS = 2  # polls with too few GPUs before an attempt counts as stuck at placement
 
 
-def log_path(run_id: str) -> Path:
-    return runs.runs_dir() / f"{run_id}.watch.log"
+def state_line(payload: dict[str, Any]) -> str:
+    return f"{STATE} {json.dumps(payload, sort_keys=True, default=str)}"
 
 
-def _lock_path(run_id: str) -> Path:
-    return runs.runs_dir() / f".{run_id}.watch.lock"
+def latest_state(log: str) -> dict[str, Any] | None:
+    """The last state line of a supervisor's log."""
+    for line in reversed(log.splitlines()):
+        if line.startswith(STATE + " "):
+            try:
+                data = json.loads(line[len(STATE) + 1 :])
+            except ValueError:
+                continue
+            return data if isinstance(data, dict) else None
+    return None
 
 
-def watcher_alive(run_id: str) -> bool:
-    """True while some process holds the run's watch lock."""
-    return filelock.is_locked(_lock_path(run_id))
+@dataclass
+class Supervisor:
+    run_id: str
+    jobs: Jobs
+    dashboard: Dashboard
+    sweeper: gone.Sweeper
+    say: Callable[[str], None] = print
+    sleep: Callable[[float], None] = time.sleep
+    capacity_wait: float = CAPACITY_WAIT
+    clock: Callable[[], float] = time.time
+    _short: int = 0
+    _last: tuple[Any, ...] = ()
+    _told: set[str] = field(default_factory=set)
+    _tracker: progress.Tracker | None = None
+    _tracked: str = ""  # the job the tracker follows
+    _tail: list[str] = field(default_factory=list)  # the end of the log already fed
+    _reported_at: float = 0.0
 
-
-def follow_log(run_id: str) -> Iterator[str]:
-    """The running supervisor's log lines as they come, until it exits."""
-    with open(log_path(run_id)) as log:
-        while True:
-            line = log.readline()
-            if line:
-                yield line
-            elif not watcher_alive(run_id):
-                return
-            else:
-                time.sleep(0.5)
-
-
-def spawn(run_id: str, poll: float, token_file: str | None) -> int:
-    """Start a detached watcher; its output goes to the run's watch log."""
-    log = open(log_path(run_id), "a")  # noqa: SIM115 - handed to the child process
-    args = [sys.executable, "-m", "rlhf_launch", "watch", run_id, "--poll", str(poll)]
-    if token_file:
-        args += ["--token-file", token_file]
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    runs.update(run_id, lambda r: setattr(r, "supervisor_pid", process.pid))
-    return process.pid
-
-
-def _capacity_ok(jobs: Jobs, gpus_needed: int) -> tuple[bool, float]:
-    snap = snapshot.read(jobs.dashboard, memory=False)
-    return snap.gpus >= gpus_needed, snap.gpus
-
-
-def watch(
-    run_id: str,
-    *,
-    poll: float = POLL,
-    token_file: str | None = None,
-    say: Callable[[str], None] = print,
-    capacity_wait: float = CAPACITY_WAIT,
-) -> str:
-    """Supervise until the run ends; returns its final status."""
-    handle = filelock.try_lock(_lock_path(run_id))
-    if handle is None:
-        raise UserError(f"run {run_id} already has a watcher", hint=f"its log: {log_path(run_id)}")
-    try:
-        runs.update(run_id, lambda r: setattr(r, "supervisor_pid", os.getpid()))
-        return _loop(run_id, poll, token_file, say, capacity_wait)
-    finally:
-        handle.close()
-
-
-def _supersede(run_id: str, jobs: Jobs, job_id: str, reason: str) -> None:
-    try:
-        jobs.stop(job_id)
-    except ClusterError:
-        pass
-
-    def change(record: runs.Run) -> None:
-        current = record.current
-        if current is not None and current.job_id == job_id:
-            current.status, current.message, current.ended = AttemptStatus.SUPERSEDED, reason, time.time()
-            record.status = RunStatus.WAITING
-
-    runs.update(run_id, change)
-
-
-def _loop(run_id: str, poll: float, token_file: str | None, say: Callable[[str], None], capacity_wait: float) -> str:
-    run = runs.load(run_id)
-    jobs = _connect(run.address, token_file, say, poll)
-    say(f"watching {run_id}: up to {run.auto_resume} automatic resumes, polling every {poll:g}s")
-    needed = lifecycle.launch_for(run, load_checkpoint=True).plan.gpus_required
-    last, short = None, 0
-    while True:
-        run = runs.load(run_id)
-        if run.final:
-            say(f"{run_id}: {run.status}")
-            return run.status
-        try:
-            run = lifecycle.observe(run, jobs)
-        except ClusterError as exc:
-            say(f"cluster not answering ({exc.message}); retrying")
-            time.sleep(poll)
-            continue
+    # ------------------------------------------------------------------ reporting
+    def report(self, run: Run, message: str = "", **extra: Any) -> None:
         attempt = run.current
-        if attempt is None:
-            return run.status
-        if (attempt.number, attempt.status) != last:
-            say(f"attempt {attempt.number} ({attempt.job_id}): {attempt.status}")
-            last = (attempt.number, attempt.status)
-        if run.stopped_by_user:
-            say(f"{run_id} was stopped by the user: not resuming")
-            return "STOPPED"
-        if attempt.status is AttemptStatus.SUCCEEDED:
-            runs.update(run_id, lambda r: setattr(r, "status", RunStatus.SUCCEEDED))
-            say(f"{run_id}: SUCCEEDED")
-            return "SUCCEEDED"
-        if attempt.status is AttemptStatus.STOPPED:
-            lifecycle.mark_stopped(run_id)
-            say(f"{run_id}: its job was stopped: not resuming")
-            return "STOPPED"
-        if attempt.status.is_live():
-            try:
-                enough, have = _capacity_ok(jobs, needed)
-            except ClusterError:
-                enough, have = True, 0.0
-            short = 0 if enough else short + 1
-            if short >= 2:
-                reason = f"stopped by the watcher: alive nodes have {have:g} GPUs, the run needs {needed}"
-                say(f"attempt {attempt.number}: {reason}; it would wait forever at placement")
-                _supersede(run_id, jobs, attempt.job_id, reason)
-                short = 0
-                continue
-            time.sleep(poll)
-            continue
-        if attempt.status.is_failure():
-            free_retry = attempt.status is AttemptStatus.SUPERSEDED
-            used = run.auto_resumes_used
-            if used >= run.auto_resume and not free_retry:
-                runs.update(run_id, lambda r: setattr(r, "status", RunStatus.GAVE_UP))
-                say(f"{run_id}: attempt {attempt.number} {attempt.status}; {used} automatic resumes used, giving up")
-                return "GAVE_UP"
-            delay = 0 if free_retry else min(MAX_BACKOFF, run.backoff * (2**used))
-            if delay:
-                say(f"backing off {delay:g}s before resume {used + 1}/{run.auto_resume}")
-                time.sleep(delay)
-            if not _wait_capacity(run.run_id, needed, jobs, poll, say, capacity_wait):
-                runs.update(run_id, lambda r: setattr(r, "status", RunStatus.GAVE_UP))
-                return "GAVE_UP"
-            try:
-                launch = lifecycle.launch_for(runs.load(run_id), load_checkpoint=True)
-                reason = "placement-retry" if free_retry else "auto-resume"
-                new = lifecycle.submit_attempt(jobs, run_id, launch, reason, load_checkpoint=True)
-            except (UserError, ClusterError) as exc:
-                say(f"resubmit refused: {exc.message}")
-                if runs.load(run_id).stopped_by_user:
-                    return "STOPPED"
-                time.sleep(poll)
-                continue
-            say(f"resubmitted as attempt {new.number} ({new.job_id}) with the checkpoint load flag")
-            continue
-        time.sleep(poll)
+        payload = {
+            "run": run.run_id,
+            "status": run.status,
+            "attempt": attempt.number if attempt else None,
+            "job": attempt.job_id if attempt else None,
+            "attempt_status": attempt.status if attempt else None,
+            "auto_resumes_used": run.auto_resumes_used,
+            "auto_resume": run.auto_resume,
+            "diagnosis": run.diagnosis,
+            "progress": run.progress,
+            "message": message,
+            **extra,
+        }
+        step = (run.progress or {}).get("step")
+        key = (payload["status"], payload["attempt"], payload["attempt_status"], message, step, bool(extra.get("stall")))
+        if key != self._last or self.clock() - self._reported_at > PROGRESS_EVERY:
+            self._reported_at = self.clock()
+            if message:
+                self.say(message)
+            self.say(state_line({**payload, "time": time.time()}))
+            self._last = key
 
+    def _once(self, key: str, message: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            self.say(message)
 
-def _wait_capacity(run_id: str, needed: int, jobs: Jobs, poll: float, say: Callable[[str], None], limit: float) -> bool:
-    end = time.monotonic() + limit
-    told = False
-    while True:
+    def _end(self, status: RunStatus, message: str) -> RunStatus:
+        run = runs.update(self.run_id, lambda r: setattr(r, "status", status))
+        self.report(run, message)
+        return status
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> RunStatus:
+        run = runs.load(self.run_id)
+        self.say(f"supervising {self.run_id}: up to {run.auto_resume} automatic resumes, polling every {run.poll:g}s")
+        while True:
+            try:
+                run = lifecycle.observe(runs.load(self.run_id), self.jobs)
+            except ClusterError as exc:
+                self._once(f"unknown:{exc.message}", f"cluster not answering ({exc.message}): waiting, not acting")
+                self.sleep(run.poll)
+                continue
+            self._told = {k for k in self._told if not k.startswith("unknown:")}
+            attempt = run.current
+            if attempt is None:
+                return self._end(RunStatus.FAILED, f"{self.run_id} has no attempt to supervise")
+            self.report(run)
+            if run.stopped_by_user:
+                return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
+            if attempt.status is AttemptStatus.SUCCEEDED:
+                return self._end(RunStatus.SUCCEEDED, f"{self.run_id}: SUCCEEDED")
+            if attempt.status is AttemptStatus.STOPPED:
+                lifecycle.mark_stopped(self.run_id)
+                return self._end(RunStatus.STOPPED, f"{self.run_id}: its trainer job was stopped: not resuming")
+            if attempt.status.is_live():
+                if not self._watch(run, attempt):
+                    self._guard_placement(run, attempt)
+                self.sleep(run.poll)
+                continue
+            ended = self._after_failure(run, attempt)
+            if ended is not None:
+                return ended
+
+    def _watch(self, run: Run, attempt: Attempt) -> bool:
+        """Progress and stalls of a live attempt. True when it stalled and was dealt with."""
+        now = self.clock()
+        if self._tracker is None or self._tracked != attempt.job_id:
+            self._tracker = progress.Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=attempt.submitted)
+            self._tracked, self._tail = attempt.job_id, []
+        tracker = self._tracker
         try:
-            ok, have = _capacity_ok(jobs, needed)
-        except ClusterError as exc:
-            ok, have = False, 0.0
-            say(f"cluster not answering ({exc.message})")
-        if ok:
-            return True
-        if not told:
-            say(f"waiting for the cluster to have {needed} GPUs again (alive nodes have {have:g})")
-            told = True
-        if time.monotonic() > end or runs.load(run_id).stopped_by_user:
-            say(f"gave up waiting for {needed} GPUs after {limit:g}s")
+            info = self.jobs.info(attempt.job_id)
+            if info.status is JobStatus.RUNNING:
+                tracker.mark(progress.Milestone.RUNTIME_ENV_READY, now)
+                tracker.feed(self._new_text(evidence.log_tail(self.jobs, self.dashboard, info, lines=2000)), now)
+        except ClusterError:
+            return False  # unknown: no progress read, no stall called
+        seen = tracker.progress(now).as_json()
+        if seen != run.progress:
+            run = runs.update(self.run_id, lambda r: setattr(r, "progress", seen))
+        overrides = ((run.config.get("supervise") or {}).get("deadlines")) or {}
+        deadlines = progress.parse_deadlines(overrides, progress.default_deadlines(run.params_billion or 7.0, run.nodes))
+        stalled = progress.stall(tracker, now, deadlines)
+        if stalled is None:
+            self.report(run)
             return False
-        time.sleep(poll)
+        return self._stalled(run, attempt, stalled)
+
+    def _new_text(self, tail: str) -> str:
+        """What of the log's tail was not fed yet (tails overlap from poll to poll)."""
+        lines = tail.splitlines()
+        known = self._tail[-20:]
+        start = 0
+        if known:
+            for i in range(len(lines) - len(known), -1, -1):
+                if lines[i : i + len(known)] == known:
+                    start = i + len(known)
+                    break
+        self._tail = lines
+        fresh = lines[start:]
+        return "\n".join(fresh) + ("\n" if fresh else "")
+
+    def _stalled(self, run: Run, attempt: Attempt, stalled: progress.Stall) -> bool:
+        """Report a stall with what Ray shows; with auto-resume, stop the attempt (counted)."""
+        told = f"stall:{attempt.job_id}:{stalled.milestone}"
+        if run.auto_resume <= 0 and told in self._told:
+            return True
+        found = evidence.gather(self.jobs, self.dashboard, attempt.job_id)
+        diagnosis = {**found.diagnosis().as_json(), "stall": {**stalled.as_json(), "message": stalled.message}}
+        diagnosis.update({"class": "stall", "retriable": True, "step": stalled.step})
+        if run.auto_resume <= 0:
+            self._once(
+                f"stall:{attempt.job_id}:{stalled.milestone}",
+                f"attempt {attempt.number} {stalled.message} (no auto-resume: not stopping it)",
+            )
+            run = runs.update(self.run_id, lambda r: setattr(r, "diagnosis", diagnosis))
+            self.report(run, stall=diagnosis["stall"])
+            return True
+        self.say(f"attempt {attempt.number} {stalled.message}: stopping it to resume")
+
+        def failed(record: Run) -> None:
+            current = record.current
+            if current is not None and current.job_id == attempt.job_id and current.status.is_live():
+                current.status, current.message, current.ended = AttemptStatus.FAILED, stalled.message, time.time()
+                current.diagnosis = record.diagnosis = diagnosis
+
+        run = runs.update(self.run_id, failed)
+        self.report(run, stall=diagnosis["stall"])
+        try:
+            self.jobs.stop(attempt.job_id)
+        except ClusterError:
+            pass
+        return True
+
+    def _guard_placement(self, run: Run, attempt: Attempt) -> None:
+        try:
+            have = snapshot.read(self.dashboard, memory=False).gpus
+        except ClusterError:
+            return
+        self._short = self._short + 1 if have < run.gpus_required else 0
+        if self._short < SHORT_POLLS:
+            return
+        self._short = 0
+        reason = f"alive nodes have {have:g} GPUs, the run needs {run.gpus_required}: it would wait forever at placement"
+        self.say(f"attempt {attempt.number}: {reason}; stopping it to submit again once the GPUs are back")
+        try:
+            self.jobs.stop(attempt.job_id)
+        except ClusterError:
+            return
+
+        def supersede(record: Run) -> None:
+            current = record.current
+            if current is not None and current.job_id == attempt.job_id and current.status.is_live():
+                current.status, current.message, current.ended = (
+                    AttemptStatus.SUPERSEDED,
+                    f"stopped by the supervisor: {reason}",
+                    time.time(),
+                )
+                record.status = RunStatus.WAITING
+
+        runs.update(self.run_id, supersede)
+
+    def _diagnose(self, run: Run, attempt: Attempt) -> Run:
+        """Diagnose a failed attempt once (a stalled one was diagnosed when it stalled)."""
+        if attempt.diagnosis is not None or attempt.status is AttemptStatus.SUPERSEDED:
+            return run
+        try:
+            found = evidence.gather(self.jobs, self.dashboard, attempt.job_id).diagnosis().as_json()
+        except ClusterError as exc:
+            found = {
+                "class": "unknown",
+                "retriable": True,
+                "phase": None,
+                "step": None,
+                "evidence": [],
+                "hint": f"not diagnosed: {exc.message}",
+            }
+
+        def keep(record: Run) -> None:
+            for a in record.attempts:
+                if a.job_id == attempt.job_id:
+                    a.diagnosis = found
+            record.diagnosis = found
+
+        return runs.update(self.run_id, keep)
+
+    def _failures(self, run: Run) -> list[retry.Failure]:
+        """The counted failures since the user last (re)submitted the run, oldest first."""
+        since = max((i for i, a in enumerate(run.attempts) if a.reason in ("submit", "resume")), default=0)
+        out = []
+        for a in run.attempts[since:]:
+            if a.status.is_failure() and a.status is not AttemptStatus.SUPERSEDED:
+                d = a.diagnosis or {}
+                out.append(retry.Failure(str(d.get("class", "unknown")), bool(d.get("retriable", True)), d.get("step")))
+        return out
+
+    def _after_failure(self, run: Run, attempt: Attempt) -> RunStatus | None:
+        """Diagnose, decide, and when retrying, resubmit. None: keep supervising."""
+        free = attempt.status is AttemptStatus.SUPERSEDED
+        run = self._diagnose(run, attempt)
+        used = run.auto_resumes_used
+        if not free and run.auto_resume <= 0:
+            return self._end(RunStatus.FAILED, f"{self.run_id}: attempt {attempt.number} {attempt.status} (no auto-resume)")
+        if not free:
+            policy = retry.Policy(run.auto_resume, frozenset(run.retry_on), frozenset(run.no_retry_on))
+            decision = retry.decide(self._failures(run), policy)
+            if isinstance(decision, retry.Stop):
+                return self._end(RunStatus(decision.status), f"{self.run_id}: attempt {attempt.number} {attempt.status}: {decision.reason}")
+        run = runs.update(self.run_id, lambda r: setattr(r, "status", RunStatus.WAITING))
+        self.report(run, f"attempt {attempt.number} {attempt.status}: resuming ({used + (0 if free else 1)}/{run.auto_resume})")
+        left = gone.wait_gone(self.jobs, self.dashboard, [attempt.job_id], self.sweeper, GONE_WAIT)
+        if left:
+            self.report(run, "not resubmitting: attempt not proven gone: " + "; ".join(line for lo in left for line in lo.describe()))
+            self.sleep(run.poll)
+            return None
+        if not self._wait_capacity(run):
+            return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
+        delay = 0.0 if free else min(MAX_BACKOFF, run.backoff * (2**used))
+        if delay:
+            self.say(f"backing off {delay:g}s")
+            self.sleep(delay)
+        try:
+            runtime_env = self._runtime_env(attempt)
+        except JobNotFound:
+            return self._end(
+                RunStatus.FAILED,
+                f"the cluster no longer has {attempt.job_id}, so its runtime_env (and the W&B key) is gone: "
+                f"resume by hand with `rlhf-launch resume {self.run_id}` where WANDB_API_KEY is set",
+            )
+        except ClusterError:
+            self.sleep(run.poll)
+            return None
+        try:
+            new = lifecycle.submit_attempt(
+                self.jobs,
+                self.run_id,
+                "placement-retry" if free else "auto-resume",
+                entrypoint=lifecycle.resume_entrypoint(run),
+                runtime_env=runtime_env,
+                load_checkpoint=True,
+            )
+        except lifecycle.StoppedByUser:
+            return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
+        except lifecycle.AttemptTaken as exc:
+            self.say(f"{exc.message}: following it")
+            return None
+        except ClusterError as exc:
+            self.say(f"resubmission not confirmed ({exc.message}); the next look at the cluster decides")
+            self.sleep(run.poll)
+            return None
+        self.say(f"resubmitted as attempt {new.number} ({new.job_id}) with the checkpoint load flag")
+        return None
+
+    def _runtime_env(self, attempt: Attempt) -> dict[str, Any]:
+        """The previous attempt's runtime_env as Ray holds it (W&B key included), minus its
+        job markers (the next attempt gets its own)."""
+        env = json.loads(json.dumps(self.jobs.info(attempt.job_id).runtime_env or {}))
+        for name in (jobmeta.RUN_VAR, jobmeta.JOB_VAR):
+            env.get("env_vars", {}).pop(name, None)
+        return {k: v for k, v in env.items() if v not in ({}, None)}
+
+    def _wait_capacity(self, run: Run) -> bool:
+        deadline = time.monotonic() + self.capacity_wait
+        told = False
+        while True:
+            try:
+                have = snapshot.read(self.dashboard, memory=False).gpus
+            except ClusterError as exc:
+                have = -1.0
+                self._once(f"unknown:{exc.message}", f"cluster not answering ({exc.message})")
+            if have >= run.gpus_required:
+                return True
+            if not told and have >= 0:
+                self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g})")
+                told = True
+            if time.monotonic() > deadline or runs.load(self.run_id).stopped_by_user:
+                return False
+            self.sleep(run.poll)
 
 
-def _connect(address: str, token_file: str | None, say: Callable[[str], None], poll: float) -> Jobs:
+def follow(jobs: Jobs, job_id: str) -> Iterator[str]:
+    """A supervisor job's log as it comes."""
+    yield from jobs.follow(job_id)
+
+
+ENTRYPOINT = "python3 -m rlhf_launch supervise {run_id} --in-job"
+
+
+def supervisor_jobs(run: Run, jobs: Jobs) -> list[Any]:
+    """The run's supervisor jobs (JobInfo), oldest first."""
+    found = []
+    generation = 1
     while True:
         try:
-            return Cluster.at(address, token_file).checked().jobs
-        except ClusterError as exc:
-            say(f"cannot reach the cluster yet ({exc.message}); retrying")
-            time.sleep(poll)
+            found.append(jobs.info(jobmeta.supervisor_job_id(run.run_id, generation)))
+        except JobNotFound:
+            return found
+        generation += 1
+
+
+def live_supervisor(run: Run, jobs: Jobs) -> Any | None:
+    return next((info for info in reversed(supervisor_jobs(run, jobs)) if not info.status.is_terminal()), None)
+
+
+def start(run: Run, jobs: Jobs) -> str:
+    """Submit the run's supervisor as its own Ray job; refuses if one is already running."""
+    from rlhf_launch.errors import UserError
+
+    existing = supervisor_jobs(run, jobs)
+    live = next((info for info in existing if not info.status.is_terminal()), None)
+    if live is not None:
+        raise UserError(f"run {run.run_id} is already supervised by job {live.job_id}", hint=f"rlhf-launch watch {run.run_id}")
+    generation = len(existing) + 1
+    job_id = jobmeta.supervisor_job_id(run.run_id, generation)
+    runtime_env = jobmeta.with_markers({"env_vars": {"PYTHONUNBUFFERED": "1"}}, run.run_id, job_id)
+    metadata = jobmeta.metadata(run, jobmeta.SUPERVISOR, generation, "supervise")
+    jobs.submit(ENTRYPOINT.format(run_id=run.run_id), runtime_env, job_id, metadata)
+    runs.update(run.run_id, lambda r: setattr(r, "supervisor_job", job_id))
+    return job_id

@@ -10,7 +10,13 @@
 - "trains" STANDIN_STEPS steps of STANDIN_STEP_SECONDS, writing OpenRLHF's checkpoint layout
   every --save_steps; with the load flag it continues from `_actor/latest`;
 - crashes at step STANDIN_CRASH_AT_STEP, STANDIN_CRASH_TIMES times over the run (counted in
-  a file under ckpt_path), to test resumes.
+  a file under ckpt_path), to test resumes (a list `3,5,7`: the n-th crash at the n-th step), printing what a real failure of class
+  STANDIN_CRASH_CLASS prints (the first excerpt of that class in tests/data/diagnose/corpus.yaml;
+  default nccl, a collective timeout);
+- hangs forever where STANDIN_HANG says: `before_placement`, `after_placement`, or
+  `after_step:N`, as a trainer does on a dead vLLM actor or a placement that never comes;
+- prints OpenRLHF-style progress: the args Namespace, a model actor's first line once the
+  groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step.
 Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
 """
 
@@ -19,7 +25,7 @@ import os
 import sys
 import time
 
-from rlhf_launch.openrlhf.flagset import load
+from rlhf_launch.openrlhf.flagset import load, version_key
 
 fs = load(os.environ.get("STANDIN_OPENRLHF_VERSION", "0.11.2"))
 args = fs.parser(as_trainer=True).parse_args()
@@ -47,8 +53,12 @@ engines = arg("vllm.num_engines", "vllm_num_engines") or 0
 tp = arg("vllm.tensor_parallel_size", "vllm_tensor_parallel_size")
 async_train = arg("train.async_enable", "async_train")
 steps = int(os.environ.get("STANDIN_STEPS", "6"))
+crash_class = os.environ.get("STANDIN_CRASH_CLASS", "nccl")
+hang = os.environ.get("STANDIN_HANG", "")
+rollout_batch = arg("rollout.batch_size", "rollout_batch_size")
+new_era = version_key(fs.version) >= version_key("0.9.1")  # the episode bar counts prompts, not batches
 step_seconds = float(os.environ.get("STANDIN_STEP_SECONDS", "0.5"))
-crash_at = int(os.environ.get("STANDIN_CRASH_AT_STEP", "0"))
+crash_steps = [int(s) for s in os.environ.get("STANDIN_CRASH_AT_STEP", "0").split(",")]
 crash_times = int(os.environ.get("STANDIN_CRASH_TIMES", "1"))
 placement_timeout = float(os.environ.get("STANDIN_PLACEMENT_TIMEOUT", "60"))
 
@@ -57,8 +67,31 @@ def size(role):
     return arg(f"{role}.num_nodes", f"{role}_num_nodes") * arg(f"{role}.num_gpus_per_node", f"{role}_num_gpus_per_node")
 
 
-ray.init()
+# As the real train() does (every release): Ray refuses to merge this with a job runtime_env
+# that sets the same variables, unless RAY_OVERRIDE_JOB_RUNTIME_ENV=1.
+ray.init(
+    runtime_env={
+        "env_vars": {
+            "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM", "true"),
+            "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN"),
+        }
+    }
+)
 groups = []
+if fs.dotted:
+    print(f"Namespace(rollout=namespace(batch_size={rollout_batch}, n_samples_per_prompt=1), actor=namespace(num_nodes=1))", flush=True)
+else:
+    print(f"Namespace(rollout_batch_size={rollout_batch}, n_samples_per_prompt=1)", flush=True)
+
+
+def hang_here(where):
+    if hang == where:
+        print(f"(stand-in hangs {where})", flush=True)
+        while True:
+            time.sleep(60)
+
+
+hang_here("before_placement")
 
 
 def reserve(n):
@@ -90,6 +123,8 @@ for pg in groups:
         counts[node] = counts.get(node, 0) + 1
     per_group.append(sorted(counts.values(), reverse=True))
 print(f"reserved {len(groups)} placement groups, {gpus} GPUs", flush=True)
+print(f"(PolicyModelActor pid={os.getpid()}) set_seed and load the model ({gpus} GPUs placed)", flush=True)
+hang_here("after_placement")
 
 
 seen_nodes = {node for pg in groups for node in ray.util.placement_group_table(pg)["bundles_to_node_id"].values()}
@@ -137,6 +172,7 @@ if load_flag and os.path.isdir(actor_dir):
     tag = open(latest_file).read().strip()
     start = int(tag.replace("global_step", ""))
     print(f"resumed from {tag}", flush=True)
+    print(f"checkpoint_states: {{'global_step': {start}, 'episode': 0, 'data_loader_state_dict': {{}}}}", flush=True)
 
 os.makedirs(ckpt, exist_ok=True)
 with open(os.path.join(ckpt, ".standin.jsonl"), "a") as record:
@@ -163,7 +199,7 @@ def save(step):
         role_dir = os.path.join(ckpt, role)
         os.makedirs(os.path.join(role_dir, tag), exist_ok=True)
         with open(os.path.join(role_dir, tag, "state.json"), "w") as handle:
-            json.dump({"step": step}, handle)
+            json.dump({"step": step, "writer": os.environ.get("RLHF_LAUNCH_JOB", "")}, handle)
         tmp = os.path.join(role_dir, ".latest.tmp")
         with open(tmp, "w") as handle:
             handle.write(tag)
@@ -178,19 +214,44 @@ def save(step):
     print(f"saved checkpoint {tag}", flush=True)
 
 
+def crash_excerpt(cls):
+    """What a real failure of class `cls` prints (attributed in the corpus file)."""
+    import yaml
+
+    corpus = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "diagnose", "corpus.yaml")
+    with open(corpus) as handle:
+        entries = yaml.safe_load(handle)
+    return next(e["excerpt"] for e in entries if e["class"] == cls)
+
+
+def bar(step):
+    scale = rollout_batch if new_era else 1
+    done = int(100 * step / steps)
+    return f"Episode [1/1]: {done:3d}%|{'#' * (done // 10):<10}| {step * scale}/{steps * scale} [00:01<00:01, 1.00it/s]"
+
+
 crash_file = os.path.join(ckpt, ".standin_crashes")
+print(bar(start), flush=True)
 for step in range(start + 1, steps + 1):
     time.sleep(step_seconds)
     if holders_lost() or lost_nodes():
         print(f"lost a node at step {step}", flush=True)
         sys.exit(1)
     crashes = int(open(crash_file).read()) if os.path.exists(crash_file) else 0
-    if step == crash_at and crashes < crash_times:
+    if step == crash_steps[min(crashes, len(crash_steps) - 1)] and crashes < crash_times:
         with open(crash_file, "w") as handle:
             handle.write(str(crashes + 1))
         print(f"injected crash at step {step}", flush=True)
+        print(crash_excerpt(crash_class), flush=True)
         sys.exit(1)
     print(f"step {step}/{steps}", flush=True)
+    print(bar(step), flush=True)
+    print(
+        f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}}}", flush=True
+    )
+    hang_here(f"after_step:{step}")
     if save_steps > 0 and step % save_steps == 0:
         save(step)
+        with open(os.path.join(ckpt, ".standin_saves.jsonl"), "a") as saves:  # who wrote which step, when
+            saves.write(json.dumps({"step": step, "job": os.environ.get("RLHF_LAUNCH_JOB", ""), "time": time.time()}) + "\n")
 print(f"training finished at step {steps}", flush=True)

@@ -1,0 +1,76 @@
+"""`rlhf-launch import SCRIPT [-o OUT.yaml]`: turn a script that runs the trainer into a config.
+
+Exit 0 when the config reproduces the script; 1 when it was written but something of the
+script is left out (a flag the target release removed, an unknown flag: the findings say
+which); 2 for a user error (no such file, not UTF-8, no trainer call in it, OUT exists).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from rlhf_launch.cli import output
+
+
+def command(
+    script: str = typer.Argument(..., help="shell script that runs openrlhf.cli.train_ppo_ray (directly or via ray job submit)"),
+    out: str | None = typer.Option(None, "-o", "--output", help="write the config here (default: print it)"),
+    openrlhf_version: str | None = typer.Option(
+        None, "--openrlhf-version", help="release to write the config for (default: the script's); a newer one migrates the flags"
+    ),
+    script_version: str | None = typer.Option(
+        None, "--script-version", help="release the script was written for (default: the newest whose parser accepts all its flags)"
+    ),
+    variables: list[str] | None = typer.Option(
+        None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False
+    ),
+    force: bool = typer.Option(False, "--force", help="overwrite OUT if it exists"),
+) -> None:
+    """Read a script that runs the OpenRLHF trainer and write the equivalent config."""
+    from pathlib import Path
+
+    from rlhf_launch.core.importer import config_name, import_call
+    from rlhf_launch.core.script import ScriptError, parse_script
+    from rlhf_launch.errors import UserError
+
+    path = Path(script)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UserError(f"script {script} not found") from None
+    except (IsADirectoryError, PermissionError) as exc:
+        raise UserError(f"cannot read script {script}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"script {script} is not UTF-8 text (byte {exc.start})", hint="convert it, e.g. iconv -t UTF-8") from None
+    environ: dict[str, str] = {}
+    for item in variables or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UserError(f"--var {item!r} is not NAME=VALUE")
+        environ[name] = value
+    try:
+        call = parse_script(text, environ=environ)
+    except ScriptError as exc:
+        raise UserError(f"{script}: {exc}", hint="the script must run python -m openrlhf.cli.train_ppo_ray once") from None
+    imported = import_call(call, name=config_name(path.stem), script_version=script_version, target_version=openrlhf_version)
+    body = imported.yaml(script, call.line)
+    notes = [f"{f.level}: {f.key}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "") for f in imported.findings]
+    if out is None:
+        output.echo(body, end="")
+        for line in notes:
+            output.echo(imported.clean(line), err=True)
+    else:
+        target = Path(out)
+        if target.exists() and not force:
+            raise UserError(f"{target} already exists", hint="pass --force to overwrite it, or another -o path")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body)
+        except OSError as exc:
+            raise UserError(f"cannot write {target}: {exc.strerror}") from None
+        for line in notes:
+            output.echo(imported.clean(line))
+        versions = imported.source if imported.source == imported.target else f"{imported.source} -> {imported.target}"
+        output.echo(f"wrote {target} (openrlhf {versions}); check it with: rlhf-launch plan {target}")
+    if not imported.ok:
+        output.exit_with(output.FAILED)

@@ -1,0 +1,67 @@
+"""What the cluster can tell about one attempt: the tail of its driver log, Ray's message and
+exit code, its dead actors with their death causes and its pending placement groups; and
+the diagnosis (runs/diagnose.py) made from them. Used by the supervisor and `diagnose`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlhf_launch.cluster import state
+from rlhf_launch.cluster.dashboard import Dashboard
+from rlhf_launch.cluster.jobs import JobInfo, Jobs
+from rlhf_launch.errors import ClusterError, JobNotFound
+from rlhf_launch.runs import diagnose
+
+TAIL_LINES = 20000  # the decisive lines are near the end; diagnose reads from the end anyway
+
+
+@dataclass
+class Evidence:
+    job_id: str
+    info: JobInfo | None = None
+    log: str = ""
+    dead_actors: list[dict[str, Any]] = field(default_factory=list)
+    pending_groups: list[dict[str, Any]] = field(default_factory=list)
+    missing: str = ""  # what could not be read, and why
+
+    def diagnosis(self) -> diagnose.Diagnosis:
+        info = self.info
+        return diagnose.classify(
+            self.log,
+            job_message=info.message if info else self.missing,
+            dead_actors=self.dead_actors,
+            pending_groups=self.pending_groups,
+            exit_code=info.driver_exit_code if info else None,
+        )
+
+
+def log_tail(jobs: Jobs, dashboard: Dashboard, info: JobInfo, lines: int = TAIL_LINES) -> str:
+    """The end of a job's driver log: from the node it runs on when Ray says which, else the
+    whole log from the job API."""
+    if info.driver_node_id:
+        try:
+            return state.driver_log_tail(dashboard, info.job_id, info.driver_node_id, lines)
+        except ClusterError:
+            pass
+    return jobs.logs(info.job_id)
+
+
+def gather(jobs: Jobs, dashboard: Dashboard, job_id: str) -> Evidence:
+    found = Evidence(job_id)
+    try:
+        found.info = jobs.info(job_id)
+    except JobNotFound:
+        found.missing = f"the cluster has no job {job_id} any more (restarted?): no log to read"
+        return found
+    try:
+        found.log = log_tail(jobs, dashboard, found.info)
+    except ClusterError as exc:
+        found.missing = f"the log could not be read: {exc.message}"
+    if found.info.driver_job_id:
+        try:
+            found.dead_actors = state.dead_actors(dashboard, found.info.driver_job_id)
+            found.pending_groups = state.pending_groups(dashboard, found.info.driver_job_id)
+        except ClusterError as exc:
+            found.missing = found.missing or f"Ray's state API did not answer: {exc.message}"
+    return found

@@ -1,0 +1,137 @@
+"""Runs as the cluster knows them: rebuilt from its job table, so any machine with the
+address and the token sees every run, its attempts and its supervisor's last word.
+
+The local record (runs/record.py) is a cache of this: a run found only on the cluster is
+written to this machine's state dir; a local record is brought up to date from the cluster
+(attempts adopted, the supervisor's status, diagnosis and progress folded in).
+"""
+
+from __future__ import annotations
+
+from rlhf_launch.cluster.jobs import JobInfo, Jobs
+from rlhf_launch.errors import ClusterError, UserError
+from rlhf_launch.runs import jobmeta, lifecycle, supervisor
+from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.record import Attempt, Run
+from rlhf_launch.runs.status import AttemptStatus, RunStatus
+
+
+def _by_run(infos: list[JobInfo]) -> dict[str, list[JobInfo]]:
+    grouped: dict[str, list[JobInfo]] = {}
+    for info in infos:
+        run_id = info.metadata.get("rlhf_launch_run")
+        if run_id and jobmeta.role_of(info.metadata):
+            grouped.setdefault(run_id, []).append(info)
+    return grouped
+
+
+def _merge(run: Run, infos: list[JobInfo]) -> Run:
+    """Fold the cluster's jobs of a run into its record (attempts by number)."""
+    trainers = sorted((i for i in infos if jobmeta.role_of(i.metadata) == jobmeta.TRAINER), key=lambda i: jobmeta.number_of(i.metadata))
+    sups = sorted((i for i in infos if jobmeta.role_of(i.metadata) == jobmeta.SUPERVISOR), key=lambda i: jobmeta.number_of(i.metadata))
+    by_number = {a.number: a for a in run.attempts}
+    for info in trainers:
+        number = jobmeta.number_of(info.metadata)
+        status = AttemptStatus.of_job(info.status)
+        attempt = by_number.get(number)
+        if attempt is None:
+            by_number[number] = Attempt(
+                number=number,
+                job_id=info.job_id,
+                reason=info.metadata.get("rlhf_launch_reason", "auto-resume"),
+                load_checkpoint=number > 1,
+                submitted=info.start_time or run.created,
+                status=status,
+                ended=info.end_time,
+                message=info.message[:1000],
+            )
+        elif not attempt.status.is_terminal() or attempt.status is AttemptStatus.LOST:
+            attempt.status, attempt.ended, attempt.message = status, info.end_time, info.message[:1000]
+    run.attempts = [by_number[n] for n in sorted(by_number)]
+    if sups:
+        run.supervisor_job = sups[-1].job_id
+    current = run.current
+    if current is not None and run.status is not RunStatus.GAVE_UP:
+        run.status = RunStatus.of_attempt(current.status, stopped_by_user=run.stopped_by_user)
+        if sups and not sups[-1].status.is_terminal() and current.status.is_failure():
+            run.status = RunStatus.WAITING  # a live supervisor decides what comes next
+    return run
+
+
+def fold_supervisor(run: Run, jobs: Jobs) -> Run:
+    """The supervisor's last state line: its status decision, diagnosis and progress."""
+    if not run.supervisor_job:
+        return run
+    try:
+        state = supervisor.latest_state(jobs.logs(run.supervisor_job))
+    except ClusterError:
+        return run
+    if not state:
+        return run
+    run.diagnosis = state.get("diagnosis") or run.diagnosis
+    run.progress = state.get("progress") or run.progress
+    decided = state.get("status")
+    if decided in (RunStatus.WAITING, RunStatus.GAVE_UP, RunStatus.FAILED, RunStatus.SUCCEEDED, RunStatus.STOPPED):
+        current = run.current
+        same_attempt = current is not None and state.get("attempt") == current.number
+        if same_attempt or decided is RunStatus.GAVE_UP:
+            run.status = RunStatus(decided)
+    return run
+
+
+def cluster_runs(jobs: Jobs) -> list[Run]:
+    """Every run on the cluster, merged with (and saved to) this machine's records."""
+    out = []
+    for run_id, infos in _by_run(jobs.list()).items():
+        out.append(sync_run(run_id, infos, jobs))
+    return out
+
+
+def sync_run(run_id: str, infos: list[JobInfo], jobs: Jobs) -> Run:
+    try:
+        local: Run | None = runs.load(run_id)
+    except UserError:
+        local = None
+    if local is None:
+        first = min(infos, key=lambda i: (jobmeta.role_of(i.metadata) != jobmeta.TRAINER, jobmeta.number_of(i.metadata)))
+        local = jobmeta.run_from_metadata(first.metadata, jobs.address)
+        if local is None:
+            raise UserError(f"the cluster's jobs of run {run_id} carry no readable record")
+    with runs.locked(run_id):
+        try:
+            fresh = runs.load(run_id)
+        except UserError:
+            fresh = local
+        before = fresh.as_json()
+        merged = _merge(fresh, infos)
+        if not merged.final:
+            merged = fold_supervisor(merged, jobs)
+        if merged.as_json() != before or not runs.path_of(run_id).exists():
+            runs.save(merged)
+    return merged
+
+
+def find(run_id: str | None, jobs: Jobs) -> Run:
+    """A run by id or unique prefix (None: the newest) among the cluster's runs."""
+    grouped = _by_run(jobs.list())
+    if run_id is None:
+        if not grouped:
+            raise UserError(f"no runs on the cluster at {jobs.address}", hint="rlhf-launch submit CONFIG")
+        newest = max(grouped, key=lambda r: max(i.start_time or 0 for i in grouped[r]))
+        return sync_run(newest, grouped[newest], jobs)
+    matches = [r for r in grouped if r == run_id] or [r for r in grouped if r.startswith(run_id)]
+    if len(matches) != 1:
+        hint = ", ".join(matches[:5]) if matches else "rlhf-launch runs --address URL lists the cluster's runs"
+        raise UserError(f"{run_id!r} matches {len(matches)} runs on the cluster at {jobs.address}", hint=hint)
+    return sync_run(matches[0], grouped[matches[0]], jobs)
+
+
+def refresh(run: Run, jobs: Jobs) -> Run:
+    """A local record brought up to date: its current attempt, newer ones, the supervisor."""
+    run = lifecycle.observe(run, jobs)
+    if run.supervisor_job:
+        with runs.locked(run.run_id):
+            merged = fold_supervisor(runs.load(run.run_id), jobs)
+            runs.save(merged)
+        return merged
+    return run

@@ -1,0 +1,112 @@
+"""Bad input of every kind: exit 2, one message naming the key or file, and never a hang."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from rlhf_launch.core.config import MAX_CONFIG_BYTES, load_config
+
+from conftest import run_cli
+
+GOOD = """\
+name: t
+models: {actor: org/actor, reward: org/rm}
+data: {prompt_dataset: org/prompts}
+placement:
+  vllm: {engines: 1}
+"""
+
+LAUGHS = "name: t\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)
+)
+
+
+def refused(path, *args: str, timeout: float = 30) -> str:
+    """Run `plan` on the file; assert exit 2, quickly, with one error; return that message."""
+    start = time.monotonic()
+    done = run_cli("plan", str(path), *args, timeout=timeout)
+    assert time.monotonic() - start < timeout
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (GOOD + "train:\n  seed: 1\n  seed: 2\n", ["cfg.yaml:8", "duplicate key 'seed'", "first at line 7"]),
+        (GOOD.replace("name: t\n", "name: t\nname: u\n"), ["cfg.yaml:2", "duplicate key 'name'"]),
+        (LAUGHS, ["cfg.yaml:", "aliases expand to more than 100000 values"]),
+        ("name: t\nextra_args: &x {again: *x}\n", ["cfg.yaml:2", "alias refers to the value that holds it"]),
+        ("name: t\nextra_args: {deep: " + "[" * 5000 + "]" * 5000 + "}\n", ["cfg.yaml", "nested too deeply"]),
+        (GOOD + "cluster: {address: 'http//head:8265'}\n", ["cfg.yaml:6", "cluster.address", "not an http(s) address"]),
+        (GOOD + "cluster: {address: 'head:99999'}\n", ["cluster.address", "port 99999"]),
+        (GOOD + "cluster: {address: 'ray://head:10001'}\n", ["cluster.address"]),
+        (GOOD + "checkpoint: {save_steps: 0}\n", ["cfg.yaml:6", "checkpoint.save_steps", "-1 (never) or a positive number"]),
+        (GOOD + "train: {eval_steps: -5}\n", ["train.eval_steps"]),
+        (GOOD + "train: {seed: -1}\n", ["train.seed"]),
+        (GOOD + "train: {is_correction_threshold: [0.1, 1, 5]}\n", ["train.is_correction_threshold", "HIGH or [LOW, HIGH]"]),
+        (GOOD.replace("reward: org/rm", "reward_func: rules.txt"), ["models.reward_func", "must be a Python file"]),
+    ],
+)
+def test_bad_yaml_and_values(write_config, text, words):
+    message = refused(write_config(text))
+    for word in words:
+        assert word in message, message
+
+
+def test_anchors_and_merge_keys_within_bounds_still_work(write_config):
+    cfg = load_config(
+        write_config(
+            "name: t\n"
+            "models: {actor: org/actor, reward: org/rm}\n"
+            "data: {prompt_dataset: org/prompts}\n"
+            "placement:\n"
+            "  actor: &role {nodes: 1, gpus_per_node: 2}\n"
+            "  critic: {<<: *role, gpus_per_node: 4}\n"
+            "  ref: *role\n"
+        )
+    )
+    assert (cfg.placement.critic.nodes, cfg.placement.critic.gpus_per_node) == (1, 4)  # a merge key is not a duplicate
+    assert cfg.placement.ref == cfg.placement.actor
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(GOOD.encode() + "# café\n".encode("latin-1"))
+    message = refused(path)
+    assert "latin1.yaml:6" in message and "not UTF-8" in message and "0xe9" in message
+
+
+def test_a_pipe_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "cfg.yaml"
+    os.mkfifo(fifo)
+    assert "is not a regular file" in refused(fifo, timeout=20)  # opening it would block forever
+
+
+def test_a_directory_and_a_huge_file(tmp_path):
+    (tmp_path / "dir.yaml").mkdir()
+    assert "Is a directory" in refused(tmp_path / "dir.yaml")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(GOOD + "# " + "x" * MAX_CONFIG_BYTES + "\n")
+    assert "at most" in refused(huge)
+
+
+def test_bad_override_values(write_config):
+    path = write_config(GOOD)
+    assert "override extra_args.x" in refused(path, "extra_args.x=&a [*a]") and "holds it" in refused(path, "extra_args.x=&a [*a]")
+    assert "override train.seed" in refused(path, "train.seed=[1,")
+    assert "checkpoint.save_steps" in refused(path, "checkpoint.save_steps=0")
+
+
+def test_reward_function_file_problems_name_the_key(write_config, tmp_path):
+    latin = tmp_path / "rules.py"
+    latin.write_bytes("# café\ndef reward_func(q, p, l):\n    return {}\n".encode("latin-1"))
+    path = write_config(GOOD.replace("reward: org/rm", "reward_func: rules.py"))
+    done = run_cli("plan", str(path))
+    assert done.returncode == 2
+    assert "models.reward_func" in done.stdout and "not UTF-8" in done.stdout and "Traceback" not in done.stderr
