@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -77,10 +79,15 @@ class LocalCluster:
         self.procs: list[subprocess.Popen] = []
         self.worker_procs: list[subprocess.Popen] = []
         self.env = env_for_cluster({"RLHF_LAUNCH_HOME": str(workdir / "state")})
+        # Ray's own temp dir, one per cluster; short, since Ray puts unix sockets in it
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="rl-", dir="/tmp"))
 
     # ------------------------------------------------------------- start
     def _node_ports(self) -> list[str]:
+        """Ports of one node's own processes, and the cluster's temp dir (every node's)."""
         return [
+            "--temp-dir",
+            str(self.temp_dir),
             "--dashboard-agent-listen-port",
             str(free_port()),
             "--metrics-export-port",
@@ -282,6 +289,28 @@ class LocalCluster:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        for pid in self.orphans():  # what outlived its parent (a driver whose actor died) is no descendant
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def orphans(self) -> list[int]:
+        """Processes of this cluster however they were started: those that name its temp dir or
+        talk to its GCS (Ray gives every driver and worker RAY_ADDRESS or --temp-dir)."""
+        marks = (str(self.temp_dir).encode(), f"{self.head_ip}:{self.gcs_port}".encode())
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                seen = (entry / "cmdline").read_bytes() + b"\0" + (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if any(mark in seen for mark in marks):
+                found.append(int(entry.name))
+        return found
 
 
 def processes_of_run(run_id: str) -> list[dict]:

@@ -257,7 +257,8 @@ def test_memory_follows_token_budgets_and_ring_attention():
         "models": qwen,
         "data": long,
         "deepspeed": {"zero_stage": 3, "gradient_checkpointing": True, "adam_offload": True},
-        "cluster": {"nodes": 1, "gpus_per_node": 8, "host_memory_gb": 1024},
+        # 64 GB GPUs: the budgets fit, one max_len sequence in training would not
+        "cluster": {"nodes": 1, "gpus_per_node": 8, "host_memory_gb": 1024, "gpu_memory_gb": 64},
     }
     padded = launch(cfg(**sections))
     assert any(f.reason == "memory" for f in padded.findings if f.level == "error")

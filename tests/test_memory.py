@@ -8,7 +8,7 @@ import pytest
 
 from rlhf_launch.core.config import load_config, validate
 from rlhf_launch.core.launch import prepare
-from rlhf_launch.core.memory import GIB, activations, estimate, model_states
+from rlhf_launch.core.memory import GIB, TRANSIENT, activations, estimate, model_states
 from rlhf_launch.core.plan import build_plan
 from rlhf_launch.core.shapes import KNOWN, lookup
 
@@ -210,11 +210,28 @@ def test_sleep_lowers_the_colocated_peak():
             "placement": hybrid.placement.model_copy(update={"vllm": hybrid.placement.vllm.model_copy(update={"enable_sleep": False})}),
         }
     )
-    awake = prepare(awake_cfg, environ={}).memory.groups[0]
+    report = prepare(awake_cfg, environ={}).memory
+    awake = report.groups[0]
     assert set(asleep.roles) == {"actor", "critic", "ref", "reward", "vllm"}
     assert asleep.peak < awake.peak
-    assert awake.phases["generate"] == awake.phases["train"]  # nothing leaves the GPU
+    # awake, every model's weights and states stay in every phase; only working sets come and go
+    resident = sum(r.gpu - sum(v for k, v in r.parts.items() if k in TRANSIENT) for r in report.roles)
+    assert min(awake.phases.values()) >= resident - 1e-6
     assert asleep.phases["train"] < asleep.phases["generate"]
+
+
+def test_colocated_roles_add_their_working_sets_one_phase_at_a_time():
+    """actor+ref on the same GPUs: ref's forward pass (make experience) and the actor's
+    training never run at once, so the peak is the larger phase, not their sum."""
+    cfg = load_config(CONFIGS / "tiny-1node.yaml")
+    report = prepare(cfg, environ={}).memory
+    group = report.group_of("actor")
+    actor, ref = (next(r for r in report.roles if r.role == name) for name in ("actor", "ref"))
+    assert set(group.phases) == {"experience", "train"}
+    assert group.peak < actor.gpu + ref.gpu
+    transient = lambda r: sum(v for k, v in r.parts.items() if k in TRANSIENT)  # noqa: E731
+    assert group.phases["train"] == pytest.approx(actor.gpu + ref.gpu - transient(ref))
+    assert group.phases["experience"] == pytest.approx(actor.gpu - transient(actor) + ref.gpu)
 
 
 def test_plan_json_has_the_memory_list():

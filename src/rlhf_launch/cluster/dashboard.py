@@ -10,6 +10,7 @@ import urllib.request
 from typing import Any
 
 from rlhf_launch.cluster.auth import Token
+from rlhf_launch.core.config import check_address
 from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, ClusterTimeout, ClusterUnreachable, UserError
 
 DEFAULT_TIMEOUT = 5.0
@@ -21,20 +22,12 @@ class NotFound(ClusterError):
 
 def normalize(address: str) -> str:
     """`host:port` or a URL -> `http://host:port` (no trailing slash); UserError if malformed."""
-    from urllib.parse import urlsplit
-
-    text = address.strip().rstrip("/")
-    if "://" not in text:
-        text = f"http://{text}"
     try:
-        parts = urlsplit(text)
-        port = parts.port
+        check_address(address)
     except ValueError as exc:
-        raise UserError(f"cluster address {address!r} is malformed: {exc}", hint="e.g. http://127.0.0.1:8265") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in text):
-        raise UserError(f"cluster address {address!r} is not an http(s) URL of the Ray dashboard", hint="e.g. http://127.0.0.1:8265")
-    del port  # parsed only to reject a malformed one
-    return text
+        raise UserError(f"cluster address {address!r}: {exc}", hint="e.g. http://127.0.0.1:8265 or head-node:8265") from None
+    text = address.strip().rstrip("/")
+    return text if "://" in text else f"http://{text}"
 
 
 class Dashboard:

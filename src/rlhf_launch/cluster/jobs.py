@@ -16,22 +16,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from rlhf_launch.cluster.dashboard import Dashboard, NotFound
 from rlhf_launch.errors import ClusterError, ClusterRefused, JobNotFound
+from rlhf_launch.util.enums import StrEnum
 from rlhf_launch.util.poll import poll_until
-
-
-class StrEnum(str, Enum):
-    """A str-valued enum that prints and formats as its value (JSON-serialisable as-is)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 class JobStatus(StrEnum):

@@ -322,6 +322,15 @@ def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: l
     return RoleMemory("vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes, kv_sequences=sequences)
 
 
+# Parts that exist only while their role works: training activations and logits, a forward
+# pass's working set. Weights, optimizer states, buffers and vLLM's reserved share stay.
+TRANSIENT = ("activations", "logits", "forward")
+# When each role works: vLLM generates, ref and reward score the rollouts (make experience),
+# actor and critic train. Phases run one after the other, so what shares a GPU only adds
+# up its persistent parts plus the working set of the role that is working.
+ROLE_PHASE = {"vllm": "generate", "ref": "experience", "reward": "experience", "actor": "train", "critic": "train"}
+
+
 def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory]) -> list[GroupMemory]:
     by_role = {r.role: r for r in roles}
     out = []
@@ -329,16 +338,22 @@ def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory]) -> list[Grou
         members = [by_role[r] for r in g.roles if r in by_role]
         if not members:
             continue
-        phases = {}
-        for phase in ("generate", "train"):
-            total = 0.0
-            for r in members:
-                awake = r.phase in (phase, "always")
-                if awake or not r.sleeps:
-                    total += r.gpu
-            phases[phase] = total
-        if len(members) == 1 or all(r.phase == "always" for r in members):
-            phases = {members[0].phase if len(members) == 1 else "always": sum(r.gpu for r in members)}
+        if len(members) == 1:
+            phases = {members[0].phase: members[0].gpu}
+        else:
+            phases = {}
+            for phase in ("generate", "experience", "train"):
+                working = [r for r in members if ROLE_PHASE.get(r.role) == phase]
+                if not working:
+                    continue
+                total = 0.0
+                for r in members:
+                    transient = sum(v for k, v in r.parts.items() if k in TRANSIENT)
+                    if r in working:
+                        total += r.gpu
+                    elif not r.sleeps:
+                        total += r.gpu - transient
+                phases[phase] = total
         out.append(GroupMemory(g.name, [r.role for r in members], phases))
     return out
 

@@ -69,12 +69,12 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from rlhf_launch.core.secrets import REDACTED, redact, wandb_key
 from rlhf_launch.runs.progress import CHECKPOINT_STATES, GLOBAL_STEP
+from rlhf_launch.util.enums import StrEnum
 
 __all__ = ["PHASES", "Diagnosis", "FailureClass", "classify", "diagnose_file", "redact_line"]
 
@@ -91,7 +91,7 @@ PHASES = ("startup", "placement", "model_load", "generate", "make_experience", "
 _LOOP = ("generate", "make_experience", "train", "weight_sync", "save")
 
 
-class FailureClass(str, Enum):
+class FailureClass(StrEnum):
     CONFIG = "config"
     IMPORT = "import"
     MODEL_OR_DATA = "model_or_data"
@@ -104,12 +104,6 @@ class FailureClass(str, Enum):
     RUNTIME_ENV = "runtime_env"
     REWARD_REMOTE = "reward_remote"
     UNKNOWN = "unknown"
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, NamedTuple
+
+from rlhf_launch.util.enums import StrEnum
 
 __all__ = [
     "Milestone",
@@ -56,18 +57,12 @@ __all__ = [
 ]
 
 
-class Milestone(str, Enum):
+class Milestone(StrEnum):
     RUNTIME_ENV_READY = "runtime_env_ready"
     PLACEMENT_READY = "placement_ready"
     MODELS_LOADED = "models_loaded"
     FIRST_STEP = "first_step"
     STEP = "step"
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 ORDER = (Milestone.RUNTIME_ENV_READY, Milestone.PLACEMENT_READY, Milestone.MODELS_LOADED, Milestone.FIRST_STEP, Milestone.STEP)

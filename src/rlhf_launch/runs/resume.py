@@ -10,7 +10,7 @@ from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.dashboard import normalize
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.errors import UserError
-from rlhf_launch.runs import checkpoints, lifecycle
+from rlhf_launch.runs import checkpoints, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 
@@ -68,4 +68,6 @@ def resume(record: Run, overrides: list[str], cluster: Cluster, *, force: bool, 
         jobs, record.run_id, "resume", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=True
     )
     runs.update(record.run_id, lambda r: setattr(r.attempts[-1], "resumed_from_step", state.latest_step))
+    if supervisor.live_supervisor(record, jobs) is None:  # progress, stalls, diagnosis; resumes if the run asks
+        supervisor.start(runs.load(record.run_id), jobs)
     return Resumed(runs.load(record.run_id), attempt, state, findings)

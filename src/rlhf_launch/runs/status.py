@@ -16,7 +16,8 @@
 
 from __future__ import annotations
 
-from rlhf_launch.cluster.jobs import JobStatus, StrEnum
+from rlhf_launch.cluster.jobs import JobStatus
+from rlhf_launch.util.enums import StrEnum
 
 __all__ = ["AttemptStatus", "JobStatus", "RunStatus"]
 
