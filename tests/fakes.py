@@ -93,7 +93,7 @@ def running_run(jobs: FakeJobs, auto_resume: int = 2):
     from conftest import CONFIGS
 
     launch = prepare(load_config(CONFIGS / "tiny-1node.yaml"), environ={})
-    run = lifecycle.new_run(launch, jobs.address, "tiny-1node", [], lifecycle.Policy(auto_resume=auto_resume, backoff=0, poll=0.01))
+    run = lifecycle.new_run(launch, jobs.address, "tiny-1node", [], lifecycle.Supervision(auto_resume=auto_resume, backoff=0, poll=0.01))
     attempt = lifecycle.submit_attempt(
         jobs, run.run_id, "submit", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=False
     )
@@ -101,3 +101,25 @@ def running_run(jobs: FakeJobs, auto_resume: int = 2):
     run = lifecycle.observe(runs.load(run.run_id), jobs)
     assert run.status is RunStatus.RUNNING and run.current.status is AttemptStatus.RUNNING
     return run
+
+
+class FakeDashboard:
+    """Ray's state API as the launcher reads it (actors and placement groups, filtered by one
+    key), over lists a test fills; `fail_with` makes every call raise."""
+
+    def __init__(self) -> None:
+        self.actors: list[dict[str, Any]] = []
+        self.groups: list[dict[str, Any]] = []
+        self.fail_with: ClusterError | None = None
+
+    def get(self, path: str, timeout: float | None = None) -> Any:
+        from urllib.parse import parse_qs, urlsplit
+
+        if self.fail_with is not None:
+            raise self.fail_with
+        parts = urlsplit(path)
+        query = parse_qs(parts.query)
+        rows = {"/api/v0/actors": self.actors, "/api/v0/placement_groups": self.groups}[parts.path]
+        for key, value in zip(query.get("filter_keys", []), query.get("filter_values", []), strict=True):
+            rows = [r for r in rows if str(r.get(key)) == value]
+        return {"data": {"result": {"result": rows}}}

@@ -22,12 +22,16 @@ NODE_LOST = (
 )
 
 
+def trainers(jobs: FakeJobs) -> list[str]:
+    return [j for j in jobs.submitted() if jobs.jobs[j].metadata.get("rlhf_launch_role") == "trainer"]
+
+
 class Ticks(Exception):
     """Raised by the fake sleep after the given number of polls."""
 
 
 def supervise(jobs: FakeJobs, run_id: str, *, polls: int, on_tick=lambda n: None, left=(), gpus=64.0, monkeypatch=None):
-    monkeypatch.setattr(supervisor.snapshot, "read", lambda *a, **k: type("Snap", (), {"gpus": gpus})())
+    monkeypatch.setattr(supervisor.snapshot, "alive_gpus", lambda *a, **k: gpus)
     proofs = []
 
     def wait_gone(_jobs, _dashboard, job_ids, _sweeper, _timeout, **_):
@@ -129,7 +133,7 @@ def test_it_gives_up_when_the_resumes_are_used(home, jobs, monkeypatch):
     fail_everything(0)
     final, _, _ = supervise(jobs, run.run_id, polls=100, on_tick=fail_everything, monkeypatch=monkeypatch)
     assert final is RunStatus.GAVE_UP
-    assert len(jobs.submitted()) == 3  # the first attempt and two automatic resumes
+    assert len(trainers(jobs)) == 3  # the first attempt and two automatic resumes
     assert runs.load(run.run_id).status is RunStatus.GAVE_UP
 
 
@@ -137,7 +141,8 @@ def test_a_trainer_stopped_by_someone_ends_the_run_stopped(home, jobs, monkeypat
     run = running_run(jobs)
     jobs.set(run.current.job_id, JobStatus.STOPPED)
     final, _, _ = supervise(jobs, run.run_id, polls=5, monkeypatch=monkeypatch)
-    assert final is RunStatus.STOPPED and jobs.submitted() == [run.current.job_id]
+    assert final is RunStatus.STOPPED and trainers(jobs) == [run.current.job_id]
+    assert jobmeta.stop_marker_id(run.run_id, 1) in jobs.jobs  # every machine sees the stop
 
 
 def test_too_few_gpus_for_two_polls_supersedes_the_attempt_without_counting_it(home, jobs, monkeypatch):
@@ -177,5 +182,5 @@ def test_the_same_failure_at_the_same_step_stops_the_retries(home, jobs, monkeyp
 
     fail_at_step_7(0)
     final, said, _ = supervise(jobs, run.run_id, polls=100, on_tick=fail_at_step_7, monkeypatch=monkeypatch)
-    assert final is RunStatus.FAILED and len(jobs.submitted()) == 2
+    assert final is RunStatus.FAILED and len(trainers(jobs)) == 2
     assert any("twice in a row at step 7" in line for line in said)

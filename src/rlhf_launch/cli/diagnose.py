@@ -36,12 +36,12 @@ def command(
         chosen = next((a for a in record.attempts if a.number == attempt), None) if attempt else record.current
         if chosen is None:
             raise UserError(f"run {record.run_id} has no attempt {attempt}", hint=f"it has {len(record.attempts)}")
-        found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
         data = {"run_id": record.run_id, "attempt": chosen.number, "job_id": chosen.job_id, "job_status": str(chosen.status)}
-        data.update(found.diagnosis().as_json())
-        stall = (chosen.diagnosis or {}).get("stall")
-        if stall:
-            data.update({"class": "stall", "retriable": True, "stall": stall})
-        if found.missing:
-            data["note"] = found.missing
+        if (chosen.diagnosis or {}).get("stall"):  # the supervisor diagnosed the stall when it saw it
+            data.update(chosen.diagnosis or {})
+        else:
+            found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
+            data.update(found.diagnosis().as_json())
+            if found.missing:
+                data["note"] = found.missing
     output.echo_json(data) if as_json else output.echo(report.diagnose_text(data))

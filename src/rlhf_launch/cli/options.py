@@ -8,6 +8,7 @@ import typer
 
 if TYPE_CHECKING:
     from rlhf_launch.cluster.connection import Cluster
+    from rlhf_launch.runs.lifecycle import Supervision
     from rlhf_launch.runs.record import Run
 
 CONFIG = typer.Argument(..., help="YAML config file, or the name of a preset (rlhf-launch presets)")
@@ -60,18 +61,14 @@ def run_and_cluster(run_id: str | None, address: str | None, token_file: str | N
     return found, Cluster.at(address, token_file, configured=found.address, timeout=timeout)
 
 
-def failure_classes(text: str, option: str) -> tuple[str, ...]:
-    """`gpu_oom,nccl` -> the failure classes named (UserError naming an unknown one)."""
+def supervision(auto_resume: int, backoff: float, poll: float, retry_on: str, no_retry_on: str) -> Supervision:
+    """--auto-resume and its retry overrides, checked here (UserError naming the option)."""
     from rlhf_launch.errors import UserError
-
-    if not text.strip():
-        return ()
-    from rlhf_launch.runs.retry import parse_classes
+    from rlhf_launch.runs import retry
+    from rlhf_launch.runs.lifecycle import Supervision
 
     try:
-        return tuple(sorted(str(c) for c in parse_classes(text)))
+        policy = retry.Policy.parse(auto_resume, retry_on, no_retry_on)
     except ValueError as exc:
-        raise UserError(
-            f"{option}: {exc}",
-            hint="the classes are in README (rlhf-launch diagnose)",
-        ) from None
+        raise UserError(f"--retry-on / --no-retry-on: {exc}", hint="the classes are in README (diagnose)") from None
+    return Supervision(auto_resume, backoff, poll, tuple(sorted(policy.retry_on)), tuple(sorted(policy.no_retry_on)))

@@ -177,6 +177,7 @@ def submitted_text(done: Submitted) -> str:
         f"  job:       {attempt.job_id}",
         f"  dashboard: {run.address}/#/jobs/{attempt.job_id}",
     ]
+    lines += [f"  note: {note}" for note in done.notes]
     if done.supervisor_job:
         lines += [
             f"  auto-resume: up to {run.auto_resume} times, supervised on the cluster by job {done.supervisor_job}",

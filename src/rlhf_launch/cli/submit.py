@@ -30,16 +30,13 @@ def command(
     from rlhf_launch.core import presets
     from rlhf_launch.core.launch import from_config
     from rlhf_launch.runs import logs
-    from rlhf_launch.runs.lifecycle import Policy
     from rlhf_launch.runs.submit import check_policy, submit
 
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
         output.show_launch(launch, as_json)
         return
-    policy = Policy(
-        auto_resume, backoff, poll, options.failure_classes(retry_on, "--retry-on"), options.failure_classes(no_retry_on, "--no-retry-on")
-    )
+    policy = options.supervision(auto_resume, backoff, poll, retry_on, no_retry_on)
     check_policy(launch, policy, allow_fresh=allow_fresh)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
     done = submit(

@@ -29,7 +29,7 @@ def command(
     else:
         job_id = live.job_id
         output.echo(f"{record.run_id} is supervised by job {job_id} on {cluster.address}")
-    output.follow(report.supervisor_lines(supervisor.follow(jobs, job_id)))
+    output.follow(report.supervisor_lines(jobs.follow(job_id)))
     record = remote.refresh(record, jobs)
     output.echo(report.run_line(record))
     output.exit_with(output.OK if record.status in (RunStatus.SUCCEEDED, RunStatus.STOPPED) else output.FAILED)

@@ -87,6 +87,8 @@ class Dashboard:
         text = exc.read().decode(errors="replace")[:500] if exc.fp else ""
         if exc.code == 404:
             return NotFound(f"not found on the Ray dashboard {self.address}: {exc.url}")
+        if exc.code in (502, 503, 504):  # a proxy or a busy head: whether it was done is unknown
+            return ClusterTimeout(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()[:200]}", hint="try again")
         return ClusterRefused(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()}")
 
     def get(self, path: str, timeout: float | None = None) -> Any:
@@ -94,6 +96,9 @@ class Dashboard:
 
     def post(self, path: str, body: Any, timeout: float | None = None) -> Any:
         return self._request("POST", path, body, timeout=timeout)
+
+    def delete(self, path: str) -> Any:
+        return self._request("DELETE", path)
 
     def version(self) -> dict[str, Any]:
         data = self.get("/api/version")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlhf_launch.cluster.dashboard import Dashboard, NotFound
-from rlhf_launch.errors import ClusterError, ClusterRefused, JobNotFound
+from rlhf_launch.errors import ClusterError, ClusterRefused, ClusterTimeout, JobNotFound
 from rlhf_launch.util.enums import StrEnum
 from rlhf_launch.util.poll import poll_until
 
@@ -108,6 +108,8 @@ class Jobs:
                 return str(self._sdk().submit_job(entrypoint=entrypoint, runtime_env=runtime_env, submission_id=job_id, metadata=metadata))
             except RuntimeError as exc:
                 raise ClusterRefused(f"Ray refused the job: {str(exc).splitlines()[0][:500]}") from None
+            except (ConnectionError, TimeoutError, OSError) as exc:  # requests' errors are OSErrors
+                raise ClusterTimeout(f"uploading the job to {self.address} did not finish: {exc}", hint="try again") from None
         body: dict[str, Any] = {"entrypoint": entrypoint, "submission_id": job_id, "metadata": metadata}
         if runtime_env:
             body["runtime_env"] = runtime_env
@@ -157,6 +159,13 @@ class Jobs:
     def _terminal_or_none(self, job_id: str) -> JobStatus | None:
         status = self.status(job_id)
         return status if status.is_terminal() else None
+
+    def delete(self, job_id: str) -> None:
+        """Forget a finished job (its logs too); a job Ray no longer has is fine."""
+        try:
+            self.dashboard.delete(f"/api/jobs/{job_id}")
+        except NotFound:
+            pass
 
     def stop(self, job_id: str) -> bool:
         """Ask Ray to stop the job; False when Ray says it was not running (or does not exist)."""

@@ -28,12 +28,16 @@ class ProbeRun:
     seconds: float
     logs: str
     timed_out: bool = False
+    driver_job_id: str | None = None  # the hex id Ray's state API knows its actors and groups by
 
 
 def _parse(logs: str) -> Any:
     for line in reversed(logs.splitlines()):
         if line.startswith(MARKER + " "):
-            return json.loads(line[len(MARKER) + 1 :])
+            try:
+                return json.loads(line[len(MARKER) + 1 :])
+            except ValueError:
+                return None  # a truncated line: no result
     return None
 
 
@@ -51,4 +55,7 @@ def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str) -> P
             jobs.stop(job_id)
             status = jobs.wait_terminal(job_id, 30)
     logs = jobs.logs(job_id)
-    return ProbeRun(job_id, status, _parse(logs), time.monotonic() - started, logs, timed_out)
+    driver = jobs.info(job_id).driver_job_id
+    if status.is_terminal():
+        jobs.delete(job_id)  # probes are the launcher's own business: keep the job table the user's
+    return ProbeRun(job_id, status, _parse(logs), time.monotonic() - started, logs, timed_out, driver)

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlhf_launch.cluster import probe
+from rlhf_launch.cluster import probe, state
 from rlhf_launch.cluster.jobs import Jobs
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.errors import UserError
@@ -40,12 +40,9 @@ class ReserveResult:
         }
 
 
-def leftover_groups(jobs: Jobs, job_id: str) -> int:
-    """Placement groups still held (not REMOVED) that the probe's job created."""
-    data = jobs.dashboard.get("/api/v0/placement_groups?limit=10000&detail=1") or {}
-    rows = data.get("data", {}).get("result", {}).get("result", []) or []
-    ray_job = jobs.info(job_id).driver_job_id
-    return sum(1 for r in rows if r.get("state") != "REMOVED" and (ray_job is None or r.get("creator_job_id") == ray_job))
+def leftover_groups(jobs: Jobs, driver_job_id: str | None) -> int:
+    """Placement groups the probe's job created that are still held (not REMOVED)."""
+    return len(state.held_by(jobs.dashboard, driver_job_id).groups) if driver_job_id else 0
 
 
 def check(jobs: Jobs, plan: Plan, timeout: float) -> ReserveResult:
@@ -61,15 +58,15 @@ def check(jobs: Jobs, plan: Plan, timeout: float) -> ReserveResult:
     else:
         result.ok = bool(ran.result["ok"])
         result.groups = ran.result["groups"]
-    result.leftover = _wait_released(jobs, ran.job_id)
+    result.leftover = _wait_released(jobs, ran.driver_job_id)
     return result
 
 
-def _wait_released(jobs: Jobs, job_id: str, seconds: float = 15.0) -> int:
+def _wait_released(jobs: Jobs, driver_job_id: str | None, seconds: float = 15.0) -> int:
     """Placement groups of the probe still held once they are all gone or `seconds` passed."""
-    if poll_until(lambda: leftover_groups(jobs, job_id) == 0, seconds):
+    if poll_until(lambda: leftover_groups(jobs, driver_job_id) == 0, seconds):
         return 0
-    return leftover_groups(jobs, job_id)
+    return leftover_groups(jobs, driver_job_id)
 
 
 def describe_failure(result: ReserveResult, timeout: float) -> UserError:

@@ -116,3 +116,10 @@ def read(dashboard: Dashboard, *, memory: bool = True) -> Snapshot:
             )
         )
     return Snapshot(address=dashboard.address, ray_version=version, nodes=tuple(nodes), jobs=jobs)
+
+
+def alive_gpus(dashboard: Dashboard) -> float:
+    """GPUs of the alive nodes: one state-API call (what the supervisor polls)."""
+    listing = dashboard.get("/api/v0/nodes?limit=10000") or {}
+    rows = listing.get("data", {}).get("result", {}).get("result", []) or []
+    return sum(float((r.get("resources_total") or {}).get("GPU", 0)) for r in rows if r.get("state") == "ALIVE")

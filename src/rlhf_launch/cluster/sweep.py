@@ -11,7 +11,7 @@ from typing import Any
 
 from rlhf_launch.cluster import probe
 from rlhf_launch.cluster.jobs import Jobs
-from rlhf_launch.errors import ClusterRefused
+from rlhf_launch.errors import ClusterRefused, ClusterTimeout
 
 GRACE = 5.0
 PROBE_DEADLINE = 120.0
@@ -30,8 +30,13 @@ def by_probe_job(jobs: Jobs, runs: Sequence[str], job_ids: Sequence[str], grace:
 
 
 def by_tasks(runs: Sequence[str], job_ids: Sequence[str], grace: float = GRACE) -> list[dict[str, Any]]:
-    """From a connected Ray driver: no job to start, so it answers in well under a second."""
+    """From a connected Ray driver: no job to start, so it answers in well under a second.
+    A node that does not answer (dead but not yet declared so, a task that cannot be placed)
+    makes the result unknown (ClusterTimeout), never "nothing left"."""
     from rlhf_launch.cluster.probes import sweep
 
-    sweep.kill_entrypoint_actors(list(job_ids))
-    return _left(sweep.sweep_every_node(list(runs), list(job_ids), grace))
+    try:
+        sweep.kill_entrypoint_actors(list(job_ids))
+        return _left(sweep.sweep_every_node(list(runs), list(job_ids), grace))
+    except Exception as exc:  # noqa: BLE001 - ray's GetTimeoutError, NodeDiedError, TaskUnschedulableError, ...
+        raise ClusterTimeout(f"the sweep did not complete on every node ({type(exc).__name__}: {str(exc)[:200]})") from None

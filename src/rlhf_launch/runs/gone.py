@@ -91,15 +91,17 @@ def wait_gone(
     """Sweep the jobs' processes and wait until every job is gone, or `timeout` passes.
     Returns what is left of each job that is not gone (empty: all gone)."""
     report: list[Leftovers] = []
+    proven: set[str] = set()  # gone in an earlier round: a gone job does not come back
 
     def all_gone() -> bool:
         nonlocal report
         failed = ""
+        pending = [j for j in job_ids if j not in proven]
         try:
-            left = sweeper(runs, job_ids)  # also kills actors that would still start an entrypoint
+            left = sweeper(runs, pending)  # also kills actors that would still start an entrypoint
         except ClusterError as exc:
             left, failed = [], exc.message
-        checked = [check(jobs, dashboard, job_id) for job_id in job_ids]
+        checked = [check(jobs, dashboard, job_id) for job_id in pending]
         by_id = {c.job_id: c for c in checked}
         for proc in left:
             owner = by_id.get(proc.get("job", "")) or (checked[0] if checked else None)
@@ -107,6 +109,7 @@ def wait_gone(
                 owner.processes.append(proc)
         for c in checked:
             c.unknown = c.unknown or (f"could not sweep the nodes: {failed}" if failed else "")
+        proven.update(c.job_id for c in checked if c.gone)
         report = [c for c in checked if not c.gone]
         return not report
 

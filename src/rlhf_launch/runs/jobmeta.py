@@ -4,6 +4,9 @@ token can rebuild the run, and every process of a job can be found on every node
 - Job ids are deterministic: attempt N of run R is `R-N`, its supervisor's K-th start is
   `R-supervisor-K`. Ray refuses a second job with an id it has, so two processes racing to
   submit the same attempt cannot both succeed.
+- A user's stop is on the cluster too: `R-stopped-N`, a job that does nothing, says the run
+  was stopped at attempt N. Every supervisor and every machine sees it; a `resume` (attempt
+  N+1) is not stopped.
 - Job metadata names the run, the job's role (trainer or supervisor), the attempt, why it
   was submitted, and the run's record (config, argv, release, policy) as JSON. It never
   holds the W&B key (records never do).
@@ -14,7 +17,6 @@ token can rebuild the run, and every process of a job can be found on every node
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from rlhf_launch.runs.record import Run, from_json
@@ -22,13 +24,10 @@ from rlhf_launch.runs.record import Run, from_json
 SCHEMA = "1"
 RUN_VAR = "RLHF_LAUNCH_RUN"
 JOB_VAR = "RLHF_LAUNCH_JOB"
-TRAINER, SUPERVISOR = "trainer", "supervisor"
-
-_ATTEMPT_ID = re.compile(r"^(?P<run>.+)-(?P<n>\d+)$")
-_SUPERVISOR_ID = re.compile(r"^(?P<run>.+)-supervisor-(?P<n>\d+)$")
+TRAINER, SUPERVISOR, STOP = "trainer", "supervisor", "stop"
 
 # Record fields that belong to one machine's view, not to the run's definition.
-_LOCAL_ONLY = ("attempts", "status", "stopped_by_user", "supervisor_pid", "address", "diagnosis", "progress")
+_LOCAL_ONLY = ("attempts", "status", "stopped_by_user", "address", "diagnosis", "progress")
 
 
 def attempt_job_id(run_id: str, number: int) -> str:
@@ -37,6 +36,10 @@ def attempt_job_id(run_id: str, number: int) -> str:
 
 def supervisor_job_id(run_id: str, generation: int) -> str:
     return f"{run_id}-supervisor-{generation}"
+
+
+def stop_marker_id(run_id: str, number: int) -> str:
+    return f"{run_id}-stopped-{number}"
 
 
 def record_json(run: Run) -> str:

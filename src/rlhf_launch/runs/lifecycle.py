@@ -19,7 +19,7 @@ from rlhf_launch.core import command
 from rlhf_launch.core.config import LaunchConfig, apply_overrides, validate
 from rlhf_launch.core.launch import Launch, prepare
 from rlhf_launch.core.secrets import SECRET_ENV
-from rlhf_launch.errors import AuthRejected, ClusterRefused, JobNotFound, UserError
+from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, JobNotFound, UserError
 from rlhf_launch.openrlhf import dialect, flagset
 from rlhf_launch.runs import jobmeta
 from rlhf_launch.runs import record as runs
@@ -51,8 +51,9 @@ class AttemptTaken(ClusterRefused):
 
 
 @dataclass(frozen=True)
-class Policy:
-    """How a run is supervised: auto-resume count, backoff, poll and retry overrides."""
+class Supervision:
+    """How a run is supervised: automatic resumes (the retry policy of runs/retry.py, with its
+    --retry-on / --no-retry-on overrides), the backoff before each and the poll interval."""
 
     auto_resume: int = 0
     backoff: float = 10.0
@@ -83,7 +84,7 @@ def _params_billion(launch: Launch) -> float | None:
     return round(shape.params / 1e9, 2) if shape else None
 
 
-def new_run(launch: Launch, address: str, source: str, overrides: list[str], policy: Policy = Policy()) -> Run:
+def new_run(launch: Launch, address: str, source: str, overrides: list[str], policy: Supervision = Supervision()) -> Run:
     cfg = config_dict(launch.cfg)
     run = Run(
         run_id=runs.new_run_id(launch.cfg.name),
@@ -140,17 +141,56 @@ def _job_runtime_env(runtime_env: dict[str, Any], run_id: str, job_id: str) -> d
     return env
 
 
+def next_number(run: Run) -> int:
+    return max((a.number for a in run.attempts), default=0) + 1
+
+
+def stop_on_cluster(jobs: Jobs, run: Run) -> str:
+    """Leave the user's stop where every machine and supervisor looks: a job
+    `<run>-stopped-<N>` (it does nothing) for the run's latest attempt N."""
+    number = max((a.number for a in run.attempts), default=0)
+    job_id = jobmeta.stop_marker_id(run.run_id, number)
+    try:
+        jobs.submit("true", {}, job_id, jobmeta.metadata(run, jobmeta.STOP, number, "stop"))
+    except ClusterRefused as exc:
+        if "already exists" not in exc.message:
+            raise
+    return job_id
+
+
+def stopped_on_cluster(jobs: Jobs, run: Run) -> bool:
+    """Did a user stop the run at its latest attempt? (ClusterError: unknown.)"""
+    number = max((a.number for a in run.attempts), default=0)
+    try:
+        jobs.info(jobmeta.stop_marker_id(run.run_id, number))
+    except JobNotFound:
+        return False
+    return True
+
+
+def _confirm(jobs: Jobs, job_id: str) -> bool | None:
+    """After a refused submission: does the job exist after all? None: unknown."""
+    try:
+        jobs.info(job_id)
+    except JobNotFound:
+        return False
+    except ClusterError:
+        return None
+    return True
+
+
 def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, runtime_env: dict[str, Any], load_checkpoint: bool) -> Attempt:
     """Record attempt N+1, then submit it as job `<run>-<N+1>`.
 
-    Refuses (StoppedByUser) if the user stopped the run and this is an automatic resubmission.
-    A definite refusal by Ray marks the attempt SUBMIT_FAILED; a submission whose answer
-    did not come (timeout, connection lost) stays SUBMITTING, and the error is raised."""
+    Refuses (StoppedByUser) an automatic resubmission of a run a user stopped (here, or on
+    the cluster). A refusal by Ray marks the attempt SUBMIT_FAILED only once the cluster
+    confirms it has no such job; a submission whose answer did not come (timeout, connection
+    lost, a gateway error) stays SUBMITTING, and the error is raised."""
     with runs.locked(run_id):
         run = runs.load(run_id)
-        if reason in ("auto-resume", "placement-retry") and run.stopped_by_user:
+        if reason in ("auto-resume", "placement-retry") and (run.stopped_by_user or stopped_on_cluster(jobs, run)):
             raise StoppedByUser(f"run {run_id} was stopped by the user; not resubmitting")
-        number = len(run.attempts) + 1
+        number = next_number(run)
         job_id = jobmeta.attempt_job_id(run_id, number)
         attempt = Attempt(
             number=number,
@@ -173,6 +213,8 @@ def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, run
         except (ClusterRefused, AuthRejected) as exc:
             if "already exists" in exc.message:
                 raise AttemptTaken(f"attempt {number} of {run_id} ({job_id}) was already submitted elsewhere") from None
+            if _confirm(jobs, job_id) is not False:  # it may be there after all: the next look decides
+                raise
             attempt.status = AttemptStatus.SUBMIT_FAILED
             attempt.message = exc.message[:500]
             attempt.ended = time.time()
@@ -209,14 +251,14 @@ def observe(run: Run, jobs: Jobs) -> Run:
     """
     attempt = run.current
     newer: list[JobInfo] = []
-    probe = jobmeta.attempt_job_id(run.run_id, len(run.attempts) + 1)
+    number = next_number(run)
     while True:  # attempts a supervisor or another machine submitted after ours
         try:
-            info = jobs.info(probe)
+            info = jobs.info(jobmeta.attempt_job_id(run.run_id, number))
         except JobNotFound:
             break
         newer.append(info)
-        probe = jobmeta.attempt_job_id(run.run_id, len(run.attempts) + len(newer) + 1)
+        number += 1
     status: AttemptStatus | None = None
     message, ended = "", None
     if attempt is not None and not attempt.status.is_terminal():
@@ -239,7 +281,10 @@ def observe(run: Run, jobs: Jobs) -> Run:
             if status.is_terminal():
                 current.ended = ended if ended is not None else time.time()
         known = {a.job_id for a in record.attempts}
-        record.attempts += [_adopt(record, info) for info in newer if info.job_id not in known]
+        adopted = [_adopt(record, info) for info in newer if info.job_id not in known]
+        record.attempts += adopted
+        if any(a.reason in ("submit", "resume") for a in adopted):
+            record.stopped_by_user = False  # a user resumed it since (from another machine)
         latest = record.current
         if latest is not None and record.status is not RunStatus.GAVE_UP:
             record.status = RunStatus.of_attempt(latest.status, stopped_by_user=record.stopped_by_user)

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -82,7 +83,6 @@ class Run:
     params_billion: float | None = None
     nodes: int = 1
     total_steps: int | None = None
-    supervisor_pid: int | None = None  # a local supervisor (rlhf-launch supervise in the foreground)
     supervisor_job: str | None = None  # the cluster-side supervisor's Ray job
     diagnosis: dict[str, Any] | None = None  # why the last attempt failed or stalled
     progress: dict[str, Any] | None = None  # step N of M, steps per hour, ETA, reward, KL
@@ -93,14 +93,13 @@ class Run:
 
     @property
     def auto_resumes_used(self) -> int:
-        return sum(1 for a in self.attempts if a.reason == "auto-resume")
+        """Automatic resumes since a user last submitted or resumed the run (the budget)."""
+        since = max((i for i, a in enumerate(self.attempts) if a.reason in ("submit", "resume")), default=0)
+        return sum(1 for a in self.attempts[since:] if a.reason == "auto-resume")
 
     @property
     def final(self) -> bool:
         return self.status.is_final()
-
-    def job_id(self, number: int) -> str:
-        return f"{self.run_id}-{number}"
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,8 +120,6 @@ def from_json(data: dict[str, Any]) -> Run:
     fields = _known(Run, data)
     fields["attempts"] = attempts
     fields["status"] = RunStatus(fields.get("status", "PENDING"))
-    if "supervisor_pid" not in fields and "watcher_pid" in data:
-        fields["supervisor_pid"] = data["watcher_pid"]
     return Run(**fields)
 
 
@@ -131,13 +128,14 @@ def path_of(run_id: str) -> Path:
 
 
 def new_run_id(name: str) -> str:
+    """`<name>-<time>-<6 hex>`: unique across machines and parallel submits of one config
+    (the run's job ids, `<run>-<attempt>`, are unique in the cluster only if runs are)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime())
     runs_dir().mkdir(parents=True, exist_ok=True)
-    run_id, n = f"{name}-{stamp}", 1
-    while path_of(run_id).exists():
-        n += 1
-        run_id = f"{name}-{stamp}-{n}"
-    return run_id
+    while True:
+        run_id = f"{name}-{stamp}-{secrets.token_hex(3)}"
+        if not path_of(run_id).exists():
+            return run_id
 
 
 def save(run: Run) -> None:

@@ -8,6 +8,7 @@ written to this machine's state dir; a local record is brought up to date from t
 
 from __future__ import annotations
 
+from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
 from rlhf_launch.errors import ClusterError, UserError
 from rlhf_launch.runs import jobmeta, lifecycle, supervisor
@@ -29,6 +30,7 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
     """Fold the cluster's jobs of a run into its record (attempts by number)."""
     trainers = sorted((i for i in infos if jobmeta.role_of(i.metadata) == jobmeta.TRAINER), key=lambda i: jobmeta.number_of(i.metadata))
     sups = sorted((i for i in infos if jobmeta.role_of(i.metadata) == jobmeta.SUPERVISOR), key=lambda i: jobmeta.number_of(i.metadata))
+    stops = {jobmeta.number_of(i.metadata) for i in infos if jobmeta.role_of(i.metadata) == jobmeta.STOP}
     by_number = {a.number: a for a in run.attempts}
     for info in trainers:
         number = jobmeta.number_of(info.metadata)
@@ -48,6 +50,11 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
         elif not attempt.status.is_terminal() or attempt.status is AttemptStatus.LOST:
             attempt.status, attempt.ended, attempt.message = status, info.end_time, info.message[:1000]
     run.attempts = [by_number[n] for n in sorted(by_number)]
+    latest = max(by_number, default=0)
+    if latest in stops:
+        run.stopped_by_user = True  # a user stopped it at its latest attempt, from whichever machine
+    elif any(by_number[n].reason in ("submit", "resume") for n in by_number if n > max(stops, default=0)):
+        run.stopped_by_user = False  # resumed since
     if sups:
         run.supervisor_job = sups[-1].job_id
     current = run.current
@@ -59,23 +66,30 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
 
 
 def fold_supervisor(run: Run, jobs: Jobs) -> Run:
-    """The supervisor's last state line: its status decision, diagnosis and progress."""
-    if not run.supervisor_job:
+    """The supervisor's last state line (read from its log's tail): its diagnosis, progress,
+    and its status decision. A supervisor that no longer runs decides nothing more: its last
+    WAITING is stale, and a final run stays final."""
+    if not run.supervisor_job or run.final:
         return run
     try:
-        state = supervisor.latest_state(jobs.logs(run.supervisor_job))
+        info = jobs.info(run.supervisor_job)
+        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
     except ClusterError:
         return run
-    if not state:
+    said = supervisor.latest_state(log)
+    if not said:
         return run
-    run.diagnosis = state.get("diagnosis") or run.diagnosis
-    run.progress = state.get("progress") or run.progress
-    decided = state.get("status")
-    if decided in (RunStatus.WAITING, RunStatus.GAVE_UP, RunStatus.FAILED, RunStatus.SUCCEEDED, RunStatus.STOPPED):
-        current = run.current
-        same_attempt = current is not None and state.get("attempt") == current.number
-        if same_attempt or decided is RunStatus.GAVE_UP:
-            run.status = RunStatus(decided)
+    run.diagnosis = said.get("diagnosis") or run.diagnosis
+    run.progress = said.get("progress") or run.progress
+    decided = said.get("status")
+    current = run.current
+    same_attempt = current is not None and said.get("attempt") == current.number
+    if decided == RunStatus.WAITING and info.status.is_terminal():
+        return run
+    if decided in (RunStatus.WAITING, RunStatus.GAVE_UP, RunStatus.FAILED, RunStatus.SUCCEEDED, RunStatus.STOPPED) and (
+        same_attempt or decided == RunStatus.GAVE_UP
+    ):
+        run.status = RunStatus(decided)
     return run
 
 
@@ -129,6 +143,8 @@ def find(run_id: str | None, jobs: Jobs) -> Run:
 def refresh(run: Run, jobs: Jobs) -> Run:
     """A local record brought up to date: its current attempt, newer ones, the supervisor."""
     run = lifecycle.observe(run, jobs)
+    if not run.stopped_by_user and lifecycle.stopped_on_cluster(jobs, run):
+        run = lifecycle.mark_stopped(run.run_id)  # stopped from another machine
     if run.supervisor_job:
         with runs.locked(run.run_id):
             merged = fold_supervisor(runs.load(run.run_id), jobs)

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlhf_launch.cluster import live as live_check
+from rlhf_launch.cluster import sweep
 from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.dashboard import normalize
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.errors import UserError
-from rlhf_launch.runs import checkpoints, lifecycle, supervisor
+from rlhf_launch.runs import checkpoints, gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 
@@ -37,8 +38,21 @@ class Resumed:
         }
 
 
-def resume(record: Run, overrides: list[str], cluster: Cluster, *, force: bool, allow_fresh: bool, moved: bool = False) -> Resumed:
-    """moved: `cluster` is a new address for the run (the cluster was restarted elsewhere)."""
+GONE_WAIT = 30.0
+
+
+def resume(
+    record: Run,
+    overrides: list[str],
+    cluster: Cluster,
+    *,
+    force: bool,
+    allow_fresh: bool,
+    moved: bool = False,
+    sweeper: gone.Sweeper | None = None,
+) -> Resumed:
+    """moved: `cluster` is a new address for the run (the cluster was restarted elsewhere).
+    sweeper: how to end the earlier attempts' processes (default: a probe job)."""
     if moved and cluster.address != record.address:
         record = runs.update(record.run_id, lambda r: setattr(r, "address", normalize(cluster.address)))
     jobs = cluster.checked().jobs
@@ -49,6 +63,15 @@ def resume(record: Run, overrides: list[str], cluster: Cluster, *, force: bool, 
             f"run {record.run_id} is still running (attempt {current.number}, {current.job_id}: {current.status})",
             hint=f"rlhf-launch stop {record.run_id} first, or follow it with rlhf-launch logs {record.run_id} --follow",
         )
+    earlier = [a.job_id for a in record.attempts]
+    if earlier:  # a terminal job is not proof: its entrypoint may still start, or a process outlive it
+        sweep_with = sweeper or (lambda r, j: sweep.by_probe_job(jobs, r, j))
+        left = gone.wait_gone(jobs, cluster.dashboard, earlier, sweep_with, GONE_WAIT)
+        if left:
+            raise UserError(
+                f"run {record.run_id}: an earlier attempt is not proven gone: " + "; ".join(x for lo in left for x in lo.describe()),
+                hint=f"rlhf-launch stop {record.run_id} ends what is left; then resume",
+            )
     launch = lifecycle.launch_for(record, overrides, load_checkpoint=True)
     changed = lifecycle.changed_sensitive_keys(record.config, lifecycle.config_dict(launch.cfg))
     if changed and not force:

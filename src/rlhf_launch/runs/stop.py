@@ -1,15 +1,17 @@
 """Stop a run, for real: it returns when the trainer is gone and its GPUs are free, or says
 exactly what is left.
 
-1. Mark the run stopped (nothing resubmits it past this point from this machine).
-2. Stop its supervisor job and wait until it ended: no attempt can be submitted after that.
-3. Adopt any attempt the supervisor submitted meanwhile; ask Ray to stop every attempt that
-   is not terminal, again and again until Ray has it (a stop sent before Ray registered the
-   job is a no-op for Ray).
+1. Mark the run stopped, here and on the cluster (`<run>-stopped-<N>`, which every
+   supervisor and every machine reads): nothing resubmits it past this point.
+2. Stop its supervisor job and wait until it ended.
+3. Ask Ray to stop every attempt that is not terminal, again and again until Ray has it (a
+   stop sent before Ray registered the job is a no-op for Ray).
 4. Sweep: kill the actors that would still start an entrypoint (a job stopped while its
    runtime env was set up still starts, ray-project/ray#28221), end every process with the
    run's marker on every node, and wait until every job of the run is proven gone
    (runs/gone.py): terminal, no entrypoint actor, no actor or placement group, no process.
+5. Look again: an attempt the supervisor submitted just before it died can reach Ray after
+   step 3; it is stopped and swept the same way, until no new one appears.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _stop_until_terminal(jobs: Jobs, job_ids: list[str], deadline: float) -> Non
             except JobNotFound:
                 continue
             except ClusterError:
-                pass
+                pass  # unknown: ask again
             ended = False
         return ended
 
@@ -79,13 +81,20 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
     started = time.monotonic()
     deadline = started + bound
     run = lifecycle.mark_stopped(run.run_id)
+    lifecycle.stop_on_cluster(jobs, run)
     supervisors = [info.job_id for info in supervisor.supervisor_jobs(run, jobs)]
-    _stop_until_terminal(jobs, [j for j in supervisors if not jobs.status(j).is_terminal()], deadline)
-    run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before it ended
-    attempts = [a.job_id for a in run.attempts]
-    _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
-    left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweeper, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
-    run = lifecycle.observe(runs.load(run.run_id), jobs)
+    _stop_until_terminal(jobs, supervisors, deadline)
+    swept: set[str] = set()
+    left: list[gone.Leftovers] = []
+    while True:
+        run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before the supervisor ended
+        attempts = [a.job_id for a in run.attempts]
+        if swept >= set(attempts) or time.monotonic() >= deadline:
+            break
+        lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
+        _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
+        left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweeper, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
+        swept |= set(attempts)
     current = run.current
     status = str(current.status) if current else "NONE"
     return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rlhf_launch.cluster import live as live_check
 from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.live import Live
 from rlhf_launch.core.launch import Launch
-from rlhf_launch.errors import UserError
+from rlhf_launch.errors import ClusterError, UserError
 from rlhf_launch.runs import lifecycle, supervisor
 from rlhf_launch.runs import record as runs
-from rlhf_launch.runs.lifecycle import Policy
+from rlhf_launch.runs.lifecycle import Supervision
 from rlhf_launch.runs.record import Attempt, Run
 
 
@@ -23,6 +23,7 @@ class Submitted:
     run: Run | None = None
     attempt: Attempt | None = None
     supervisor_job: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -38,10 +39,11 @@ class Submitted:
             out["job_id"] = self.attempt.job_id
             out["dashboard"] = f"{self.run.address}/#/jobs/{self.attempt.job_id}"
             out["supervisor_job"] = self.supervisor_job
+            out["notes"] = self.notes
         return out
 
 
-def check_policy(launch: Launch, policy: Policy, *, allow_fresh: bool) -> None:
+def check_policy(launch: Launch, policy: Supervision, *, allow_fresh: bool) -> None:
     """Auto-resume needs checkpoints to resume from, or every resume restarts at step 0."""
     if policy.auto_resume > 0 and launch.cfg.checkpoint.save_steps <= 0 and not allow_fresh:
         raise UserError(
@@ -59,7 +61,7 @@ def submit(
     overrides: list[str],
     reserve: bool = False,
     reserve_timeout: float = 60.0,
-    policy: Policy = Policy(),
+    policy: Supervision = Supervision(),
 ) -> Submitted:
     if not launch.ok:
         return Submitted(launch, None)
@@ -67,8 +69,24 @@ def submit(
     if not live.ok:
         return Submitted(launch, live)
     record = lifecycle.new_run(launch, cluster.address, source, overrides, policy)
-    attempt = lifecycle.submit_attempt(
-        cluster.jobs, record.run_id, "submit", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=False
-    )
-    job = supervisor.start(runs.load(record.run_id), cluster.jobs)  # progress, stalls, diagnosis; resumes if asked
-    return Submitted(launch, live, runs.load(record.run_id), attempt, job)
+    try:
+        attempt = lifecycle.submit_attempt(
+            cluster.jobs,
+            record.run_id,
+            "submit",
+            entrypoint=launch.spec.entrypoint,
+            runtime_env=launch.spec.runtime_env,
+            load_checkpoint=False,
+        )
+    except ClusterError as exc:  # recorded, but did the job reach Ray? Say how to find out, never hide the run
+        raise UserError(
+            f"run {record.run_id} is recorded, but the cluster did not confirm its first attempt: {exc.message}",
+            hint=f"`rlhf-launch runs` shows whether {record.run_id}-1 reached the cluster; `rlhf-launch stop {record.run_id}` ends it",
+        ) from None
+    notes = []
+    try:
+        job: str | None = supervisor.start(runs.load(record.run_id), cluster.jobs)  # progress, stalls, diagnosis; resumes
+    except (ClusterError, UserError) as exc:
+        job = None
+        notes.append(f"the run's supervisor was not started ({exc.message}): `rlhf-launch watch {record.run_id}` starts one")
+    return Submitted(launch, live, runs.load(record.run_id), attempt, job, notes)

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlhf_launch.cluster import snapshot
+from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.errors import ClusterError, JobNotFound
@@ -44,10 +45,12 @@ from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
 
 STATE = "RLHF_LAUNCH_STATE"
+MAX_CRASHES = 20  # consecutive unexpected errors before the supervisor gives up
 PROGRESS_EVERY = 60.0  # seconds between progress state lines when the step does not change
 MAX_BACKOFF = 600.0
 CAPACITY_WAIT = 3600.0
 GONE_WAIT = 120.0
+TAIL_LINES = 2000  # of the driver log, read every poll
 SHORT_POLLS = 2  # polls with too few GPUs before an attempt counts as stuck at placement
 
 
@@ -122,48 +125,64 @@ class Supervisor:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> RunStatus:
+        """Supervise until the run ends; its final status. A cluster that does not answer is
+        waited for; an unexpected error is reported and the loop goes on (a supervisor that
+        died would leave the run unwatched), unless it keeps happening."""
         run = runs.load(self.run_id)
         self.say(f"supervising {self.run_id}: up to {run.auto_resume} automatic resumes, polling every {run.poll:g}s")
+        crashes = 0
         while True:
             try:
-                run = lifecycle.observe(runs.load(self.run_id), self.jobs)
+                ended = self._step()
+                crashes = 0
             except ClusterError as exc:
                 self._once(f"unknown:{exc.message}", f"cluster not answering ({exc.message}): waiting, not acting")
-                self.sleep(run.poll)
-                continue
-            self._told = {k for k in self._told if not k.startswith("unknown:")}
-            attempt = run.current
-            if attempt is None:
-                return self._end(RunStatus.FAILED, f"{self.run_id} has no attempt to supervise")
-            self.report(run)
-            if run.stopped_by_user:
-                return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
-            if attempt.status is AttemptStatus.SUCCEEDED:
-                return self._end(RunStatus.SUCCEEDED, f"{self.run_id}: SUCCEEDED")
-            if attempt.status is AttemptStatus.STOPPED:
-                lifecycle.mark_stopped(self.run_id)
-                return self._end(RunStatus.STOPPED, f"{self.run_id}: its trainer job was stopped: not resuming")
-            if attempt.status.is_live():
-                if not self._watch(run, attempt):
-                    self._guard_placement(run, attempt)
-                self.sleep(run.poll)
-                continue
-            ended = self._after_failure(run, attempt)
+                ended = None
+            except Exception:  # noqa: BLE001 - a bug; say it with its traceback, go on a while
+                crashes += 1
+                self.say(f"supervisor error ({crashes}/{MAX_CRASHES}):\n{traceback.format_exc()}")
+                if crashes >= MAX_CRASHES:
+                    raise
+                ended = None
             if ended is not None:
                 return ended
+            self.sleep(runs.load(self.run_id).poll)
+
+    def _step(self) -> RunStatus | None:
+        """One look at the run, and what it calls for. A final status ends supervision."""
+        run = lifecycle.observe(runs.load(self.run_id), self.jobs)
+        self._told = {k for k in self._told if not k.startswith("unknown:")}
+        attempt = run.current
+        if attempt is None:
+            return self._end(RunStatus.FAILED, f"{self.run_id} has no attempt to supervise")
+        self.report(run)
+        if lifecycle.stopped_on_cluster(self.jobs, run):
+            lifecycle.mark_stopped(self.run_id)
+            return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
+        if attempt.status is AttemptStatus.SUCCEEDED:
+            return self._end(RunStatus.SUCCEEDED, f"{self.run_id}: SUCCEEDED")
+        if attempt.status is AttemptStatus.STOPPED:
+            lifecycle.stop_on_cluster(self.jobs, lifecycle.mark_stopped(self.run_id))  # every machine sees it
+            return self._end(RunStatus.STOPPED, f"{self.run_id}: its trainer job was stopped: not resuming")
+        if attempt.status.is_live():
+            if not self._watch(run, attempt):
+                self._guard_placement(run, attempt)
+            return None
+        return self._after_failure(run, attempt)
 
     def _watch(self, run: Run, attempt: Attempt) -> bool:
         """Progress and stalls of a live attempt. True when it stalled and was dealt with."""
         now = self.clock()
-        if self._tracker is None or self._tracked != attempt.job_id:
-            self._tracker = progress.Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=attempt.submitted)
+        if self._tracker is None or self._tracked != attempt.job_id:  # this machine's clock from here on
+            self._tracker = progress.Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=now)
             self._tracked, self._tail = attempt.job_id, []
         tracker = self._tracker
         try:
             info = self.jobs.info(attempt.job_id)
-            if info.status is JobStatus.RUNNING:
+            if info.status is JobStatus.RUNNING and info.driver_node_id:
                 tracker.mark(progress.Milestone.RUNTIME_ENV_READY, now)
-                tracker.feed(self._new_text(evidence.log_tail(self.jobs, self.dashboard, info, lines=2000)), now)
+                tail = state.driver_log_tail(self.dashboard, info.job_id, info.driver_node_id, TAIL_LINES)
+                tracker.feed(self._new_text(tail), now)
         except ClusterError:
             return False  # unknown: no progress read, no stall called
         seen = tracker.progress(now).as_json()
@@ -175,7 +194,10 @@ class Supervisor:
         if stalled is None:
             self.report(run)
             return False
-        return self._stalled(run, attempt, stalled)
+        try:
+            return self._stalled(run, attempt, stalled)
+        except ClusterError:
+            return False  # unknown: look again next poll
 
     def _new_text(self, tail: str) -> str:
         """What of the log's tail was not fed yet (tails overlap from poll to poll)."""
@@ -224,8 +246,13 @@ class Supervisor:
         return True
 
     def _guard_placement(self, run: Run, attempt: Attempt) -> None:
+        """Before its placement groups are granted, an attempt the alive nodes cannot hold
+        would wait forever; once placed, a lost node fails the trainer by itself (node_lost,
+        diagnosed and counted)."""
+        if self._tracker is not None and progress.Milestone.PLACEMENT_READY in self._tracker.seen:
+            return
         try:
-            have = snapshot.read(self.dashboard, memory=False).gpus
+            have = snapshot.alive_gpus(self.dashboard)
         except ClusterError:
             return
         self._short = self._short + 1 if have < run.gpus_required else 0
@@ -302,7 +329,6 @@ class Supervisor:
         left = gone.wait_gone(self.jobs, self.dashboard, [attempt.job_id], self.sweeper, GONE_WAIT)
         if left:
             self.report(run, "not resubmitting: attempt not proven gone: " + "; ".join(line for lo in left for line in lo.describe()))
-            self.sleep(run.poll)
             return None
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
@@ -319,7 +345,6 @@ class Supervisor:
                 f"resume by hand with `rlhf-launch resume {self.run_id}` where WANDB_API_KEY is set",
             )
         except ClusterError:
-            self.sleep(run.poll)
             return None
         try:
             new = lifecycle.submit_attempt(
@@ -334,10 +359,9 @@ class Supervisor:
             return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
         except lifecycle.AttemptTaken as exc:
             self.say(f"{exc.message}: following it")
-            return None
+            return None  # the next look adopts it
         except ClusterError as exc:
             self.say(f"resubmission not confirmed ({exc.message}); the next look at the cluster decides")
-            self.sleep(run.poll)
             return None
         self.say(f"resubmitted as attempt {new.number} ({new.job_id}) with the checkpoint load flag")
         return None
@@ -355,7 +379,7 @@ class Supervisor:
         told = False
         while True:
             try:
-                have = snapshot.read(self.dashboard, memory=False).gpus
+                have = snapshot.alive_gpus(self.dashboard)
             except ClusterError as exc:
                 have = -1.0
                 self._once(f"unknown:{exc.message}", f"cluster not answering ({exc.message})")
@@ -367,11 +391,6 @@ class Supervisor:
             if time.monotonic() > deadline or runs.load(self.run_id).stopped_by_user:
                 return False
             self.sleep(run.poll)
-
-
-def follow(jobs: Jobs, job_id: str) -> Iterator[str]:
-    """A supervisor job's log as it comes."""
-    yield from jobs.follow(job_id)
 
 
 ENTRYPOINT = "python3 -m rlhf_launch supervise {run_id} --in-job"
