@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from rlhf_launch.cluster.jobs import JobInfo, JobStatus
-from rlhf_launch.errors import ClusterError, ClusterRefused, JobNotFound
+from rlhf_launch.errors import ClusterError, JobExists, JobNotFound
 
 
 class FakeJobs:
@@ -28,7 +28,7 @@ class FakeJobs:
     def submit(self, entrypoint: str, runtime_env: dict[str, Any], job_id: str, metadata: dict[str, str]) -> str:
         self._call("submit", job_id)
         if job_id in self.jobs:
-            raise ClusterRefused(f"Job with submission_id {job_id} already exists")
+            raise JobExists(f"the cluster already has a job {job_id}")
         self.jobs[job_id] = JobInfo(job_id, JobStatus.PENDING, entrypoint, runtime_env, metadata, "", time.time(), None)
         return job_id
 

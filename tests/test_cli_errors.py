@@ -50,7 +50,6 @@ def test_a_bug_exits_3_with_a_log_of_the_traceback(tmp_path):
     assert log.is_relative_to(tmp_path) and "Traceback" in log.read_text() and "in broken" in log.read_text()
 
 
-@pytest.mark.slow
 def test_a_fresh_install_with_the_newest_dependencies(tmp_path):
     """pip resolves the ranges to today's newest typer, click, ray, pydantic: usage errors,
     user errors and plan still behave."""

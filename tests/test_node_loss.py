@@ -56,7 +56,7 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
         time.sleep(1)
     # the supervisor waits for the GPUs instead of leaving an attempt hung at placement
     assert "waiting for the cluster to have 16 GPUs again" in supervisor_log()
-    assert record(env, run_id)["attempts"][0]["status"] == "FAILED"
+    assert jobs.status(f"{run_id}-1").value == "FAILED"
     small_cluster.add_worker()
     row = wait_run(env, run_id, ("SUCCEEDED", "GAVE_UP"), timeout=240)
     assert row["status"] == "SUCCEEDED", supervisor_log()

@@ -9,6 +9,7 @@
         AuthRejected         the cluster wants a token (401) or refused ours (403)
         JobNotFound          the cluster answered and has no such job
         ClusterRefused       the cluster answered with another error (it refused a request)
+          JobExists          the cluster already has a job with that id
 
 A timeout or an unreachable cluster says nothing about a job: callers that decide whether a
 trainer is dead catch `JobNotFound` alone, and treat every other `ClusterError` as unknown.
@@ -71,3 +72,12 @@ class JobNotFound(ClusterError):
 
 class ClusterRefused(ClusterError):
     """The cluster answered a request with an error other than the ones above."""
+
+    def __init__(self, message: str, hint: str | None = None, detail: str = ""):
+        super().__init__(message, hint)
+        self.detail = detail  # the cluster's whole answer (the message keeps its start)
+
+
+class JobExists(ClusterRefused):
+    """The cluster already has a job with this id (job ids are deterministic: someone else
+    submitted it first)."""

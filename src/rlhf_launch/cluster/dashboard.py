@@ -84,12 +84,13 @@ class Dashboard:
                 f"the cluster at {self.address} rejected the Ray auth token from {source}",
                 hint="use the token the head printed at `rlhf-launch up --head`",
             )
-        text = exc.read().decode(errors="replace")[:500] if exc.fp else ""
+        full = exc.read().decode(errors="replace")[:20000] if exc.fp else ""
+        text = full[:500]
         if exc.code == 404:
             return NotFound(f"not found on the Ray dashboard {self.address}: {exc.url}")
         if exc.code in (502, 503, 504):  # a proxy or a busy head: whether it was done is unknown
             return ClusterTimeout(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()[:200]}", hint="try again")
-        return ClusterRefused(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()}")
+        return ClusterRefused(f"Ray dashboard {self.address} answered HTTP {exc.code}: {text.strip()}", detail=full)
 
     def get(self, path: str, timeout: float | None = None) -> Any:
         return self._request("GET", path, timeout=timeout)

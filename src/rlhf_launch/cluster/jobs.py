@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlhf_launch.cluster.dashboard import Dashboard, NotFound
-from rlhf_launch.errors import ClusterError, ClusterRefused, ClusterTimeout, JobNotFound
+from rlhf_launch.errors import ClusterError, ClusterRefused, ClusterTimeout, JobExists, JobNotFound
 from rlhf_launch.util.enums import StrEnum
 from rlhf_launch.util.poll import poll_until
 
@@ -107,7 +107,9 @@ class Jobs:
             try:
                 return str(self._sdk().submit_job(entrypoint=entrypoint, runtime_env=runtime_env, submission_id=job_id, metadata=metadata))
             except RuntimeError as exc:
-                raise ClusterRefused(f"Ray refused the job: {str(exc).splitlines()[0][:500]}") from None
+                if "already exists" in str(exc):
+                    raise JobExists(f"the cluster already has a job {job_id}") from None
+                raise ClusterRefused(f"Ray refused the job: {str(exc).splitlines()[0][:500]}", detail=str(exc)) from None
             except (ConnectionError, TimeoutError, OSError) as exc:  # requests' errors are OSErrors
                 raise ClusterTimeout(f"uploading the job to {self.address} did not finish: {exc}", hint="try again") from None
         body: dict[str, Any] = {"entrypoint": entrypoint, "submission_id": job_id, "metadata": metadata}
@@ -116,7 +118,9 @@ class Jobs:
         try:
             answer = self.dashboard.post("/api/jobs/", body)
         except ClusterRefused as exc:
-            raise ClusterRefused(f"Ray refused the job: {exc.message[:500]}") from None
+            if "already exists" in exc.detail or "already exists" in exc.message:
+                raise JobExists(f"the cluster already has a job {job_id}") from None
+            raise ClusterRefused(f"Ray refused the job: {exc.message[:500]}", detail=exc.detail) from None
         return str((answer or {}).get("submission_id", job_id))
 
     def info(self, job_id: str) -> JobInfo:

@@ -19,7 +19,7 @@ from rlhf_launch.core import command
 from rlhf_launch.core.config import LaunchConfig, apply_overrides, validate
 from rlhf_launch.core.launch import Launch, prepare
 from rlhf_launch.core.secrets import SECRET_ENV
-from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, JobNotFound, UserError
+from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, JobExists, JobNotFound, UserError
 from rlhf_launch.openrlhf import dialect, flagset
 from rlhf_launch.runs import jobmeta
 from rlhf_launch.runs import record as runs
@@ -152,9 +152,8 @@ def stop_on_cluster(jobs: Jobs, run: Run) -> str:
     job_id = jobmeta.stop_marker_id(run.run_id, number)
     try:
         jobs.submit("true", {}, job_id, jobmeta.metadata(run, jobmeta.STOP, number, "stop"))
-    except ClusterRefused as exc:
-        if "already exists" not in exc.message:
-            raise
+    except JobExists:
+        pass  # stopped there already
     return job_id
 
 
@@ -210,9 +209,9 @@ def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, run
             jobs.submit(
                 entrypoint, _job_runtime_env(runtime_env, run_id, job_id), job_id, jobmeta.metadata(run, jobmeta.TRAINER, number, reason)
             )
+        except JobExists:
+            raise AttemptTaken(f"attempt {number} of {run_id} ({job_id}) was already submitted elsewhere") from None
         except (ClusterRefused, AuthRejected) as exc:
-            if "already exists" in exc.message:
-                raise AttemptTaken(f"attempt {number} of {run_id} ({job_id}) was already submitted elsewhere") from None
             if _confirm(jobs, job_id) is not False:  # it may be there after all: the next look decides
                 raise
             attempt.status = AttemptStatus.SUBMIT_FAILED

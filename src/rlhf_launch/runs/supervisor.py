@@ -38,7 +38,7 @@ from typing import Any
 from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
-from rlhf_launch.errors import ClusterError, JobNotFound
+from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
 from rlhf_launch.runs import evidence, gone, jobmeta, lifecycle, progress, retry
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
@@ -155,7 +155,6 @@ class Supervisor:
         attempt = run.current
         if attempt is None:
             return self._end(RunStatus.FAILED, f"{self.run_id} has no attempt to supervise")
-        self.report(run)
         if lifecycle.stopped_on_cluster(self.jobs, run):
             lifecycle.mark_stopped(self.run_id)
             return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
@@ -414,8 +413,6 @@ def live_supervisor(run: Run, jobs: Jobs) -> Any | None:
 
 def start(run: Run, jobs: Jobs) -> str:
     """Submit the run's supervisor as its own Ray job; refuses if one is already running."""
-    from rlhf_launch.errors import UserError
-
     existing = supervisor_jobs(run, jobs)
     live = next((info for info in existing if not info.status.is_terminal()), None)
     if live is not None:
@@ -424,6 +421,11 @@ def start(run: Run, jobs: Jobs) -> str:
     job_id = jobmeta.supervisor_job_id(run.run_id, generation)
     runtime_env = jobmeta.with_markers({"env_vars": {"PYTHONUNBUFFERED": "1"}}, run.run_id, job_id)
     metadata = jobmeta.metadata(run, jobmeta.SUPERVISOR, generation, "supervise")
-    jobs.submit(ENTRYPOINT.format(run_id=run.run_id), runtime_env, job_id, metadata)
+    try:
+        jobs.submit(ENTRYPOINT.format(run_id=run.run_id), runtime_env, job_id, metadata)
+    except JobExists:
+        raise UserError(
+            f"run {run.run_id} was just given a supervisor ({job_id}) by someone else", hint=f"rlhf-launch watch {run.run_id}"
+        ) from None
     runs.update(run.run_id, lambda r: setattr(r, "supervisor_job", job_id))
     return job_id

@@ -236,6 +236,7 @@ for step in range(start + 1, steps + 1):
     time.sleep(step_seconds)
     if holders_lost() or lost_nodes():
         print(f"lost a node at step {step}", flush=True)
+        print(crash_excerpt("node_lost"), flush=True)  # what the real trainer's driver shows then
         sys.exit(1)
     crashes = int(open(crash_file).read()) if os.path.exists(crash_file) else 0
     if step == crash_steps[min(crashes, len(crash_steps) - 1)] and crashes < crash_times:
