@@ -18,7 +18,7 @@ def test_readme_opens_with_exactly_two_setup_commands():
     assert install.startswith("pip install -e '.[test]' && rlhf-launch plan configs/")
     preset = install.split("configs/")[1].split()[0]
     assert (CONFIGS / preset).is_file()
-    assert test == 'python -m pytest -q -m "not slow"' 
+    assert test == 'python -m pytest -q -m "not slow"'
 
 
 def test_ci_runs_the_readme_test_command_after_installing():

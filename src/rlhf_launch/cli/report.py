@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rlhf_launch.cluster.live import Live
 from rlhf_launch.core.findings import Finding
-from rlhf_launch.core.launch import Launch
-from rlhf_launch.core.memory import MemoryReport
-from rlhf_launch.openrlhf.flagset import FlagSet
-from rlhf_launch.runs.overview import Overview
-from rlhf_launch.runs.record import Run
-from rlhf_launch.runs.resume import Resumed
-from rlhf_launch.runs.stop import Stopped
-from rlhf_launch.runs.submit import Submitted
+
+if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
+    from rlhf_launch.cluster.live import Live
+    from rlhf_launch.core.launch import Launch
+    from rlhf_launch.core.memory import MemoryReport
+    from rlhf_launch.openrlhf.flagset import FlagSet
+    from rlhf_launch.runs.overview import Overview
+    from rlhf_launch.runs.record import Run
+    from rlhf_launch.runs.resume import Resumed
+    from rlhf_launch.runs.stop import Stopped
+    from rlhf_launch.runs.submit import Submitted
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
