@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from fakes import FakeDashboard, running_run
 
+from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobStatus
 from rlhf_launch.errors import ClusterTimeout
 from rlhf_launch.runs import gone, jobmeta, lifecycle, stop
@@ -32,6 +33,31 @@ def test_a_terminal_job_with_nothing_left_is_gone(home, jobs):
     dashboard.actors = [{"name": "x", "job_id": DRIVER, "state": "DEAD"}]
     dashboard.groups = [{"placement_group_id": "pg1", "creator_job_id": DRIVER, "state": "REMOVED"}]
     assert gone.wait_gone(jobs, dashboard, [run.current.job_id], no_processes, 1) == []
+
+
+def test_the_nodes_sweeper_agents_belong_to_no_run(home, jobs):
+    """A supervisor starts each node's sweeper agent (detached, so it serves later sweeps):
+    it is no trainer actor and keeps no job from being gone; any other live actor does."""
+    run = running_run(jobs)
+    ended(jobs, run.current.job_id)
+    dashboard = FakeDashboard()
+    dashboard.actors = [{"name": f"{state.AGENT_PREFIX}0123abcd-node1", "class_name": "Agent", "job_id": DRIVER, "state": "ALIVE"}]
+    assert gone.wait_gone(jobs, dashboard, [run.current.job_id], no_processes, 0.2, interval=0.05) == []
+    dashboard.actors.append({"name": "sweeper-lookalike", "class_name": "Agent", "job_id": DRIVER, "state": "ALIVE"})
+    assert gone.wait_gone(jobs, dashboard, [run.current.job_id], no_processes, 0.2, interval=0.05) != []
+
+
+def test_the_sweep_started_ahead_serves_the_first_round_only():
+    from concurrent.futures import Future
+
+    ahead: Future = Future()
+    ahead.set_result([{"pid": 1, "job": "r-1"}])
+    calls = []
+    sweep = stop._ahead(ahead, {"r-1", "r-supervisor-1"}, lambda r, j: calls.append(list(j)) or [])
+    assert sweep(["r"], ["r-1"]) == [{"pid": 1, "job": "r-1"}] and calls == []
+    assert sweep(["r"], ["r-1"]) == [] and calls == [["r-1"]]  # later rounds sweep afresh
+    fresh = stop._ahead(ahead, {"r-1"}, lambda r, j: calls.append(list(j)) or [])
+    assert fresh(["r"], ["r-1", "r-2"]) == [] and calls[-1] == ["r-1", "r-2"]  # a job it did not cover
 
 
 def test_what_is_left_keeps_a_job_from_being_gone(home, jobs):
@@ -87,7 +113,7 @@ def test_stop_marks_the_run_on_the_cluster_and_catches_a_late_attempt(home, jobs
 
     def status(job_id):
         calls["n"] += 1
-        if calls["n"] == 2 and late not in jobs.jobs:  # the supervisor's last POST lands now
+        if calls["n"] == 1 and late not in jobs.jobs:  # the supervisor's last POST lands as the stop begins
             jobs.submit(
                 "python3 -m openrlhf.cli.train_ppo_ray",
                 {},

@@ -62,6 +62,15 @@ def test_same_class_at_the_same_step_twice_stops():
     assert isinstance(decide(failures, Policy.parse(5, retry_on="node_lost")), Retry)
 
 
+def test_an_unknown_cause_twice_is_not_called_a_repeat():
+    """Undiagnosed (the log could not be read, nothing matched): not known to repeat, so it
+    spends the budget instead of ending the run FAILED."""
+    failures = [Failure("unknown", True, None), Failure("unknown", True, None)]
+    assert isinstance(decide(failures, Policy(5)), Retry)
+    decision = decide([*failures, Failure("unknown", True, None)], Policy(2))
+    assert isinstance(decision, Stop) and decision.status == "GAVE_UP"
+
+
 def test_same_class_at_another_step_or_another_class_retries():
     assert isinstance(decide([diag("nccl", True, 40), diag("nccl", True, 41)], Policy(5)), Retry)
     assert isinstance(decide([diag("nccl", True, 40), diag("node_lost", True, 40)], Policy(5)), Retry)

@@ -24,7 +24,7 @@ def command(
     if not as_json:
         output.echo(f"stopping {record.run_id} (waiting up to {timeout:g}s for its trainer and GPUs to be gone)", err=True)
     jobs = cluster.jobs
-    done = stop(record, jobs, cluster.dashboard, lambda r, j: sweep.by_probe_job(jobs, r, j), bound=timeout)
+    done = stop(record, jobs, cluster.dashboard, lambda r, j: sweep.by_probe_job(jobs, r, j, settle=sweep.STOP_SETTLE), bound=timeout)
     output.echo_json(done.as_json()) if as_json else output.echo(report.stopped_text(done))
     if not done.gone:
         output.exit_with(output.FAILED)

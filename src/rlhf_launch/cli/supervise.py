@@ -27,10 +27,9 @@ def command(
 
         context = ray.init()
         address = address or f"http://{context.dashboard_url}"
-        sweeper = lambda runs, job_ids: sweep.by_tasks(runs, job_ids)  # noqa: E731
-        import threading  # start a sweep worker on every node now, not when a trainer fails
-
-        threading.Thread(target=sweep.by_tasks, args=([], []), daemon=True).start()
+        agents = sweep.NodeAgents()
+        agents.warm()
+        sweeper = agents
     record, cluster = options.run_and_cluster(run, address, token_file)
     jobs = cluster.jobs
     if sweeper is None:

@@ -19,6 +19,9 @@ DEAD_ACTOR = "DEAD"
 REMOVED_GROUP = "REMOVED"
 
 
+AGENT_PREFIX = "rlhf-launch-sweeper-"  # cluster/probes/sweep.py names each node's agent so
+
+
 def supervisor_actor_name(job_id: str) -> str:
     """The name Ray gives the actor that runs a submitted job's entrypoint."""
     return f"_ray_internal_job_actor_{job_id}"
@@ -54,7 +57,12 @@ class Held:
 
 
 def held_by(dashboard: Dashboard, driver_job_id: str) -> Held:
-    actors = [a for a in _rows(dashboard, "actors", {"job_id": driver_job_id}) if a.get("state") != DEAD_ACTOR]
+    """Not the nodes' sweeper agents a supervisor started: they belong to no run."""
+    actors = [
+        a
+        for a in _rows(dashboard, "actors", {"job_id": driver_job_id})
+        if a.get("state") != DEAD_ACTOR and not str(a.get("name") or "").startswith(AGENT_PREFIX)
+    ]
     groups = [g for g in _rows(dashboard, "placement_groups", {"creator_job_id": driver_job_id}) if g.get("state") != REMOVED_GROUP]
     return Held(actors, groups)
 

@@ -112,7 +112,7 @@ def decide(failures: Sequence[Failure | Diagnosis | Stall], policy: Policy) -> R
     forced = last.kind in policy.retry_on
     if not last.retriable and not forced:
         return Stop(f"{last.kind} is not retriable (resubmitting would fail the same way); --retry-on {last.kind} overrides", "FAILED")
-    if len(seen) >= 2 and not forced:
+    if len(seen) >= 2 and not forced and last.kind != "unknown":  # an unknown cause is not known to repeat
         previous = seen[-2]
         if previous.kind == last.kind and previous.step == last.step:
             return Stop(f"{last.kind} twice in a row {_at(last.step)}: it will repeat; --retry-on {last.kind} overrides", "FAILED")

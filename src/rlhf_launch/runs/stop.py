@@ -3,20 +3,24 @@ exactly what is left.
 
 1. Mark the run stopped, here and on the cluster (`<run>-stopped-<N>`, which every
    supervisor and every machine reads): nothing resubmits it past this point.
-2. Stop its supervisor job and wait until it ended.
-3. Ask Ray to stop every attempt that is not terminal, again and again until Ray has it (a
-   stop sent before Ray registered the job is a no-op for Ray).
-4. Sweep: kill the actors that would still start an entrypoint (a job stopped while its
+2. Ask Ray to stop its supervisor jobs and every attempt that is not terminal, all at once,
+   again and again until Ray has it (a stop sent before Ray registered the job is a no-op
+   for Ray; Ray gives each job up to 3 s to end on SIGTERM).
+3. Sweep: kill the actors that would still start an entrypoint (a job stopped while its
    runtime env was set up still starts, ray-project/ray#28221), end every process with the
    run's marker on every node, and wait until every job of the run is proven gone
    (runs/gone.py): terminal, no entrypoint actor, no actor or placement group, no process.
-5. Look again: an attempt the supervisor submitted just before it died can reach Ray after
+   The first sweep starts with step 2 (a probe job takes seconds to start) and gives Ray
+   time to end the jobs before it kills anything.
+4. Look again: an attempt the supervisor submitted just before it died can reach Ray after
    step 3; it is stopped and swept the same way, until no new one appears.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,24 +81,49 @@ def _stop_until_terminal(jobs: Jobs, job_ids: list[str], deadline: float) -> Non
     poll_until(all_ended, max(0.0, deadline - time.monotonic()), 0.3)
 
 
+def _ahead(first: Future[list[dict[str, Any]]], covers: set[str], sweeper: gone.Sweeper) -> gone.Sweeper:
+    """A sweeper whose first call, for jobs the sweep started ahead covers, is that sweep."""
+    used = False
+
+    def sweep(run_ids: Sequence[str], job_ids: Sequence[str]) -> list[dict[str, Any]]:
+        nonlocal used
+        if not used and set(job_ids) <= covers:
+            used = True
+            return first.result()
+        return sweeper(run_ids, job_ids)
+
+    return sweep
+
+
 def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, bound: float = BOUND) -> Stopped:
     started = time.monotonic()
     deadline = started + bound
     run = lifecycle.mark_stopped(run.run_id)
     lifecycle.stop_on_cluster(jobs, run)
     supervisors = [info.job_id for info in supervisor.supervisor_jobs(run, jobs)]
-    _stop_until_terminal(jobs, supervisors, deadline)
+    run = lifecycle.observe(runs.load(run.run_id), jobs)
+    live = [a.job_id for a in run.attempts if not a.status.is_terminal()]
+    for job_id in supervisors + live:  # all at once: Ray takes seconds to end each
+        try:
+            jobs.stop(job_id)
+        except ClusterError:
+            pass  # asked again below
+    covers = set(supervisors) | {a.job_id for a in run.attempts}
     swept: set[str] = set()
     left: list[gone.Leftovers] = []
-    while True:
-        run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before the supervisor ended
-        attempts = [a.job_id for a in run.attempts]
-        if swept >= set(attempts) or time.monotonic() >= deadline:
-            break
-        lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
-        _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
-        left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweeper, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
-        swept |= set(attempts)
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(sweeper, [run.run_id], sorted(covers))
+        sweep = _ahead(first, covers, sweeper)
+        _stop_until_terminal(jobs, supervisors + live, deadline)
+        while True:
+            run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before the supervisor ended
+            attempts = [a.job_id for a in run.attempts]
+            if swept >= set(attempts) or time.monotonic() >= deadline:
+                break
+            lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
+            _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
+            left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweep, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
+            swept |= set(attempts)
     current = run.current
     status = str(current.status) if current else "NONE"
     return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left)

@@ -293,6 +293,9 @@ class Supervisor:
                 "hint": f"not diagnosed: {exc.message}",
             }
 
+        if found.get("step") is None and self._tracker is not None and self._tracked == attempt.job_id:
+            found["step"] = self._tracker.progress(self.clock()).step  # the last step this supervisor saw it reach
+
         def keep(record: Run) -> None:
             for a in record.attempts:
                 if a.job_id == attempt.job_id:

@@ -6,11 +6,12 @@ job: the actor that runs its entrypoint, the driver and its children, the worker
 actors, on every node. `sweep` finds those processes by reading /proc/<pid>/environ, sends
 SIGTERM, waits, SIGKILLs what is left, and reports what it found and what survived.
 
-Run as a probe job (`python3 -c SOURCE JSON`) it first kills the Ray actors that would still
-start the jobs' entrypoints (a job stopped while its runtime env was being set up), then
-sweeps every alive node with a task pinned to it, and prints one line
-`RLHF_LAUNCH_RESULT {node_id: {"ip": ..., "found": [...], "left": [...]}}`.
-Argument: JSON {"runs": [run ids], "jobs": [job ids], "grace": seconds}.
+Run as a probe job (`python3 -c SOURCE JSON`) it gives Ray up to `settle` seconds to end
+the jobs (so it can be started while Ray still stops them), then kills the Ray actors that
+would still start the jobs' entrypoints (a job stopped while its runtime env was being set
+up), sweeps its own node in-process and every other alive node with a task pinned to it,
+and prints one line `RLHF_LAUNCH_RESULT {node_id: {"ip": ..., "found": [...], "left": [...]}}`.
+Argument: JSON {"runs": [run ids], "jobs": [job ids], "grace": seconds, "settle": seconds}.
 Standard library only, except ray in `main`.
 """
 
@@ -25,6 +26,8 @@ MARKER = "RLHF_LAUNCH_RESULT"
 RUN_VAR = "RLHF_LAUNCH_RUN"
 JOB_VAR = "RLHF_LAUNCH_JOB"
 SUPERVISOR_NAMESPACE = "SUPERVISOR_ACTOR_RAY_NAMESPACE"
+AGENT_NAMESPACE = "rlhf_launch"
+AGENT_PREFIX = "rlhf-launch-sweeper-"  # cluster/state.py knows them by it
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -104,32 +107,82 @@ def sweep(runs: list[str], jobs: list[str], grace: float = 5.0) -> dict[str, Any
     return {"found": found, "left": left}
 
 
+class Agent:
+    """A node's sweeper (see `agents`): `sweep` on its node."""
+
+    def sweep(self, runs: list[str], jobs: list[str], grace: float) -> dict[str, Any]:
+        return sweep(runs, jobs, grace)
+
+
 def kill_entrypoint_actors(jobs: list[str]) -> list[str]:
     """Kill the Ray actors that run (or are about to run) these jobs' entrypoints."""
     import ray
 
     killed = []
     for job in jobs:
-        try:
-            actor = ray.get_actor(f"_ray_internal_job_actor_{job}", namespace=SUPERVISOR_NAMESPACE)
-        except ValueError:
-            continue  # no such actor: nothing can start this job's entrypoint any more
-        ray.kill(actor, no_restart=True)
-        killed.append(job)
+        actor = _entrypoint_actor(job)
+        if actor is not None:
+            ray.kill(actor, no_restart=True)
+            killed.append(job)
     return killed
 
 
-def sweep_every_node(runs: list[str], jobs: list[str], grace: float) -> dict[str, Any]:
+def _entrypoint_actor(job: str) -> Any:
+    import ray
+
+    try:
+        return ray.get_actor(f"_ray_internal_job_actor_{job}", namespace=SUPERVISOR_NAMESPACE)
+    except ValueError:
+        return None  # no such actor: nothing can start this job's entrypoint any more
+
+
+def wait_entrypoint_actors(jobs: list[str], bound: float) -> None:
+    """Give Ray up to `bound` seconds to end the jobs it was asked to stop: the actor that
+    runs a job's entrypoint exits once the job is terminal. One still there after that is a
+    job stopped while its runtime env was set up (or a stop still under way): it is killed."""
+    deadline = time.monotonic() + bound
+    pending = list(jobs)
+    while pending and time.monotonic() < deadline:
+        pending = [job for job in pending if _entrypoint_actor(job) is not None]
+        if pending:
+            time.sleep(0.1)
+
+
+def agents(version: str) -> dict[str, tuple[str, Any]]:
+    """The sweeper agent of every alive node, {node_id: (ip, actor)}: a detached actor (no
+    CPU, pinned to its node, named for this code's `version`), started the first time and
+    reused by every later sweep, so a sweep does not wait for a worker process to start on
+    each node. It carries no run or job marker (a sweep never ends it)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    task = ray.remote(num_cpus=0)(sweep)
-    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
-    refs = [
-        task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(runs, jobs, grace) for n in nodes
-    ]
+    agent = ray.remote(num_cpus=0)(Agent)
+    out = {}
+    for node in ray.nodes():  # type: ignore[no-untyped-call]
+        if not node.get("Alive"):
+            continue
+        node_id = node["NodeID"]
+        out[node_id] = (
+            node.get("NodeManagerAddress", ""),
+            agent.options(
+                name=f"{AGENT_PREFIX}{version}-{node_id}",
+                namespace=AGENT_NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                runtime_env={"env_vars": {RUN_VAR: "", JOB_VAR: ""}},
+            ).remote(),
+        )
+    return out
+
+
+def sweep_every_node(runs: list[str], jobs: list[str], grace: float, version: str) -> dict[str, Any]:
+    import ray
+
+    found = agents(version)
+    refs = [actor.sweep.remote(runs, jobs, grace) for _, actor in found.values()]
     results = ray.get(refs, timeout=60 + grace)
-    return {n["NodeID"]: {"ip": n.get("NodeManagerAddress", ""), **r} for n, r in zip(nodes, results, strict=True)}
+    return {node_id: {"ip": ip, **r} for (node_id, (ip, _)), r in zip(found.items(), results, strict=True)}
 
 
 def main() -> None:
@@ -137,9 +190,12 @@ def main() -> None:
 
     spec = json.loads(sys.argv[1])
     ray.init()
+    wait_entrypoint_actors(spec.get("jobs", []), float(spec.get("settle", 0)))
     killed = kill_entrypoint_actors(spec.get("jobs", []))
-    report = sweep_every_node(spec.get("runs", []), spec.get("jobs", []), float(spec.get("grace", 5)))
+    report = sweep_every_node(spec.get("runs", []), spec.get("jobs", []), float(spec.get("grace", 5)), str(spec.get("version", "0")))
     print(MARKER, json.dumps({"killed_entrypoint_actors": killed, "nodes": report}), flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # the result is out; Ray's shutdown at exit would add a second or two
 
 
 if __name__ == "__main__":
