@@ -18,7 +18,7 @@ Figures and targets:
                            *_per_node_growth is time per node relative to the
                            smaller size (1.0 = linear)                         <= ~1.5
   auto_resume_latency      trainer job FAILED -> resubmitted attempt RUNNING,
-                           by the cluster-side supervisor                     <= poll + 2 s
+                           by the cluster-side supervisor                     (context)
   ray_submit_to_running    the same job submitted straight to Ray -> RUNNING,
                            interleaved (Ray's start-up: the floor of any resubmission)
   auto_resume_beyond_ray_start  auto_resume_latency - ray_submit_to_running  <= poll + 2 s
@@ -322,7 +322,7 @@ def bench_auto_resume(cluster: _Cluster, reps: int, work: Path, poll: float = 1.
         if running_at is None or failed.end_time is None:
             raise SystemExit(f"auto-resume did not resubmit within 180s (attempt 1: {failed.status})")
         latencies.append(running_at - failed.end_time)
-    say("auto_resume_latency_s", statistics.median(latencies), f"s(target<={poll + 2:g})")
+    say("auto_resume_latency_s", statistics.median(latencies), "s(context)")  # Ray's own start-up included
     say("auto_resume_latency_max_s", max(latencies), "s")
     say("auto_resume_poll_s", poll, "s")
     say("ray_submit_to_running_s", statistics.median(floors), "s(context)")

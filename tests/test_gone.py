@@ -3,8 +3,10 @@ API and a fake state API: unknown is never gone."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
+import pytest
 from fakes import FakeDashboard, running_run
 
 from rlhf_launch.cluster import state
@@ -53,11 +55,36 @@ def test_the_sweep_started_ahead_serves_the_first_round_only():
     ahead: Future = Future()
     ahead.set_result([{"pid": 1, "job": "r-1"}])
     calls = []
-    sweep = stop._ahead(ahead, {"r-1", "r-supervisor-1"}, lambda r, j: calls.append(list(j)) or [])
+    sweep = stop._ahead(ahead, {"r-1", "r-supervisor-1"}, lambda r, j: calls.append(list(j)) or [], time.monotonic() + 5)
     assert sweep(["r"], ["r-1"]) == [{"pid": 1, "job": "r-1"}] and calls == []
     assert sweep(["r"], ["r-1"]) == [] and calls == [["r-1"]]  # later rounds sweep afresh
-    fresh = stop._ahead(ahead, {"r-1"}, lambda r, j: calls.append(list(j)) or [])
+    fresh = stop._ahead(ahead, {"r-1"}, lambda r, j: calls.append(list(j)) or [], time.monotonic() + 5)
     assert fresh(["r"], ["r-1", "r-2"]) == [] and calls[-1] == ["r-1", "r-2"]  # a job it did not cover
+
+
+def test_a_sweep_started_ahead_that_outlives_the_bound_is_unknown():
+    from concurrent.futures import Future
+
+    never: Future = Future()
+    sweep = stop._ahead(never, {"r-1"}, no_processes, time.monotonic() + 0.2)
+    started = time.monotonic()
+    with pytest.raises(ClusterTimeout):
+        sweep(["r"], ["r-1"])
+    assert time.monotonic() - started < 2
+
+
+def test_a_stop_ray_never_takes_is_not_called_gone(home, jobs):
+    """Ray's stop does not take (or every status read times out) for the whole bound: `stop`
+    still proves, and says what is left, rather than reporting a gone trainer."""
+    run = running_run(jobs)
+    jobs.stop = lambda job_id: False  # type: ignore[method-assign]
+    process = [{"pid": 4242, "node": "10.0.0.3", "cmd": "python3 -m openrlhf.cli.train_ppo_ray", "job": run.current.job_id}]
+    started = time.monotonic()
+    done = stop.stop(run, jobs, FakeDashboard(), lambda r, j: process, bound=1)
+    assert time.monotonic() - started < 5
+    assert not done.gone
+    said = " ".join(done.as_json()["left"])
+    assert "job still RUNNING" in said and "process 4242 on 10.0.0.3" in said
 
 
 def test_what_is_left_keeps_a_job_from_being_gone(home, jobs):

@@ -3,6 +3,10 @@ free, or exits 1 saying what is left. A stopped run is never resumed automatical
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from typing import Any
+
 import typer
 
 from rlhf_launch.cli import options, output
@@ -24,7 +28,12 @@ def command(
     if not as_json:
         output.echo(f"stopping {record.run_id} (waiting up to {timeout:g}s for its trainer and GPUs to be gone)", err=True)
     jobs = cluster.jobs
-    done = stop(record, jobs, cluster.dashboard, lambda r, j: sweep.by_probe_job(jobs, r, j, settle=sweep.STOP_SETTLE), bound=timeout)
+    end = time.monotonic() + timeout
+
+    def sweeper(runs: Sequence[str], job_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return sweep.by_probe_job(jobs, runs, job_ids, settle=sweep.STOP_SETTLE, deadline=end - time.monotonic())
+
+    done = stop(record, jobs, cluster.dashboard, sweeper, bound=timeout)
     output.echo_json(done.as_json()) if as_json else output.echo(report.stopped_text(done))
     if not done.gone:
         output.exit_with(output.FAILED)

@@ -13,13 +13,11 @@ from typing import Any
 from urllib.parse import quote
 
 from rlhf_launch.cluster.dashboard import Dashboard
+from rlhf_launch.cluster.probes.sweep import AGENT_PREFIX  # each node's sweeper agent: an actor of no run
 
 LIMIT = 10000
 DEAD_ACTOR = "DEAD"
 REMOVED_GROUP = "REMOVED"
-
-
-AGENT_PREFIX = "rlhf-launch-sweeper-"  # cluster/probes/sweep.py names each node's agent so
 
 
 def supervisor_actor_name(job_id: str) -> str:

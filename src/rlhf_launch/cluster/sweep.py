@@ -20,6 +20,7 @@ from rlhf_launch.errors import ClusterRefused, ClusterTimeout
 
 GRACE = 5.0
 PROBE_DEADLINE = 120.0
+MIN_PROBE_DEADLINE = 15.0  # a probe job takes seconds to start, plus the settle and the grace
 STOP_SETTLE = 8.0  # Ray gives a stopped job 3 s (RAY_JOB_STOP_WAIT_TIME_S) to end on SIGTERM
 
 
@@ -34,12 +35,18 @@ def _left(nodes: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def by_probe_job(
-    jobs: Jobs, runs: Sequence[str], job_ids: Sequence[str], grace: float = GRACE, settle: float = 0.0
+    jobs: Jobs,
+    runs: Sequence[str],
+    job_ids: Sequence[str],
+    grace: float = GRACE,
+    settle: float = 0.0,
+    deadline: float = PROBE_DEADLINE,
 ) -> list[dict[str, Any]]:
     """`settle`: seconds the probe gives Ray to end the jobs before it kills what would still
-    start their entrypoints (a probe started while Ray still stops them)."""
+    start their entrypoints (a probe started while Ray still stops them). `deadline`: seconds
+    the probe job may take (a caller with a bound of its own passes what is left of it)."""
     spec = {"runs": list(runs), "jobs": list(job_ids), "grace": grace, "settle": settle, "version": agent_version()}
-    ran = probe.run(jobs, "sweep.py", json.dumps(spec), PROBE_DEADLINE, "sweep")
+    ran = probe.run(jobs, "sweep.py", json.dumps(spec), max(MIN_PROBE_DEADLINE, deadline), "sweep")
     if not ran.result:
         raise ClusterRefused(f"the sweep job {ran.job_id} ended {ran.status} without a result")
     return _left(ran.result["nodes"])

@@ -18,15 +18,17 @@ exactly what is left.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs
-from rlhf_launch.errors import ClusterError, JobNotFound
+from rlhf_launch.errors import ClusterError, ClusterTimeout, JobNotFound
 from rlhf_launch.runs import gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Run
@@ -81,18 +83,42 @@ def _stop_until_terminal(jobs: Jobs, job_ids: list[str], deadline: float) -> Non
     poll_until(all_ended, max(0.0, deadline - time.monotonic()), 0.3)
 
 
-def _ahead(first: Future[list[dict[str, Any]]], covers: set[str], sweeper: gone.Sweeper) -> gone.Sweeper:
-    """A sweeper whose first call, for jobs the sweep started ahead covers, is that sweep."""
+def _in_background(work: Callable[[], list[dict[str, Any]]]) -> Future[list[dict[str, Any]]]:
+    """Run `work` in a daemon thread: `stop` never waits for it past its bound (an executor
+    would, at exit), and Ctrl-C is not held up by it."""
+    result: Future[list[dict[str, Any]]] = Future()
+
+    def target() -> None:
+        try:
+            result.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the result
+            result.set_exception(exc)
+
+    threading.Thread(target=target, daemon=True, name="rlhf-launch-first-sweep").start()
+    return result
+
+
+def _ahead(first: Future[list[dict[str, Any]]], covers: set[str], sweeper: gone.Sweeper, deadline: float) -> gone.Sweeper:
+    """A sweeper whose first call, for jobs the sweep started ahead covers, is that sweep
+    (waited for until the deadline: past it the result is unknown, not "nothing left")."""
     used = False
 
     def sweep(run_ids: Sequence[str], job_ids: Sequence[str]) -> list[dict[str, Any]]:
         nonlocal used
         if not used and set(job_ids) <= covers:
             used = True
-            return first.result()
+            try:
+                return first.result(timeout=max(0.1, deadline - time.monotonic()))
+            except FutureTimeout:
+                raise ClusterTimeout("the sweep did not finish within the bound") from None
         return sweeper(run_ids, job_ids)
 
     return sweep
+
+
+def _late(job_ids: set[str]) -> list[gone.Leftovers]:
+    why = "submitted while the run was stopped; not proven gone within the bound"
+    return [gone.Leftovers(job_id, unknown=why) for job_id in sorted(job_ids)]
 
 
 def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, bound: float = BOUND) -> Stopped:
@@ -111,19 +137,23 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
     covers = set(supervisors) | {a.job_id for a in run.attempts}
     swept: set[str] = set()
     left: list[gone.Leftovers] = []
-    with ThreadPoolExecutor(1) as pool:
-        first = pool.submit(sweeper, [run.run_id], sorted(covers))
-        sweep = _ahead(first, covers, sweeper)
-        _stop_until_terminal(jobs, supervisors + live, deadline)
-        while True:
-            run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before the supervisor ended
-            attempts = [a.job_id for a in run.attempts]
-            if swept >= set(attempts) or time.monotonic() >= deadline:
-                break
-            lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
-            _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
-            left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweep, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
-            swept |= set(attempts)
+    first = _in_background(lambda: sweeper([run.run_id], sorted(covers)))
+    sweep = _ahead(first, covers, sweeper, deadline)
+    _stop_until_terminal(jobs, supervisors + live, deadline)
+    rounds = 0
+    while True:
+        run = lifecycle.observe(runs.load(run.run_id), jobs)  # attempts submitted before the supervisor ended
+        attempts = [a.job_id for a in run.attempts]
+        if rounds and swept >= set(attempts):
+            break
+        if rounds and time.monotonic() >= deadline:  # one round always runs: nothing is gone unproven
+            left += _late(set(attempts) - swept)
+            break
+        lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
+        _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
+        left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweep, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
+        swept |= set(attempts)
+        rounds += 1
     current = run.current
     status = str(current.status) if current else "NONE"
     return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left)

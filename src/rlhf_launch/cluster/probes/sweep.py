@@ -9,8 +9,8 @@ SIGTERM, waits, SIGKILLs what is left, and reports what it found and what surviv
 Run as a probe job (`python3 -c SOURCE JSON`) it gives Ray up to `settle` seconds to end
 the jobs (so it can be started while Ray still stops them), then kills the Ray actors that
 would still start the jobs' entrypoints (a job stopped while its runtime env was being set
-up), sweeps its own node in-process and every other alive node with a task pinned to it,
-and prints one line `RLHF_LAUNCH_RESULT {node_id: {"ip": ..., "found": [...], "left": [...]}}`.
+up), sweeps every alive node through that node's sweeper agent (`agents`), and prints
+one line `RLHF_LAUNCH_RESULT {node_id: {"ip": ..., "found": [...], "left": [...]}}`.
 Argument: JSON {"runs": [run ids], "jobs": [job ids], "grace": seconds, "settle": seconds}.
 Standard library only, except ray in `main`.
 """
@@ -169,6 +169,7 @@ def agents(version: str) -> dict[str, tuple[str, Any]]:
                 namespace=AGENT_NAMESPACE,
                 lifetime="detached",
                 get_if_exists=True,
+                max_concurrency=4,  # the stops and supervisors of several runs at once
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                 runtime_env={"env_vars": {RUN_VAR: "", JOB_VAR: ""}},
             ).remote(),
