@@ -243,3 +243,17 @@ def test_plan_json_has_the_memory_list():
         assert m["gpu_gib_limit"] == 80
     text = run_cli("plan", "llama70b-4node").stdout
     assert "memory per GPU (GiB, of 80)" in text and "host RAM per node" in text
+
+
+def test_a_colocated_memory_error_names_vllms_share_and_the_assumed_gpu_size():
+    """The GPU size is an assumption unless the config states it: the fix list says so, and
+    names the vLLM share that colocation stacks the other models on."""
+    data = load_config(CONFIGS / "llama70b-2node-hybrid.yaml").model_dump()
+    data["placement"]["vllm"].update(enable_sleep=False, gpu_memory_utilization=0.9)
+    stated = prepare(validate(data), environ={})
+    del data["cluster"]["gpu_memory_gb"]
+    assumed = prepare(validate(data), environ={})
+    (a,) = [f for f in assumed.findings if f.reason == "memory"]
+    (s,) = [f for f in stated.findings if f.reason == "memory"]
+    assert "placement.vllm.gpu_memory_utilization (vLLM takes 0.9 of each GPU)" in a.hint
+    assert "set cluster.gpu_memory_gb" in a.hint and "set cluster.gpu_memory_gb" not in s.hint

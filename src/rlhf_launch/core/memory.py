@@ -374,7 +374,11 @@ def _fixes(group: GroupMemory, cfg: LaunchConfig) -> str:
         tips.append("deepspeed.ref_reward_offload: true")
     if "vllm" in roles and cfg.colocated("all") and not cfg.placement.vllm.enable_sleep:
         tips.append("placement.vllm.enable_sleep: true")
+    if "vllm" in roles and len(roles) > 1:
+        tips.append(f"a lower placement.vllm.gpu_memory_utilization (vLLM takes {cfg.placement.vllm.gpu_memory_utilization:g} of each GPU)")
     tips.append("more GPUs for the role")
+    if "gpu_memory_gb" not in cfg.cluster.model_fields_set:  # the estimate is only as good as the size it assumes
+        tips.append(f"or, if your GPUs have more than {cfg.cluster.gpu_memory_gb:g} GiB (assumed), set cluster.gpu_memory_gb")
     return "; ".join(tips)
 
 
