@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
-from rlhf_launch.errors import ClusterError, UserError
+from rlhf_launch.errors import ClusterError, ClusterUnreachable, UserError
 from rlhf_launch.runs import jobmeta, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
@@ -65,18 +65,32 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
     return run
 
 
-def fold_supervisor(run: Run, jobs: Jobs) -> Run:
+def _undecided(run: Run) -> bool:
+    """The run's status is only its failed attempt's: what comes next is the supervisor's call."""
+    return run.status in (RunStatus.FAILED, RunStatus.LOST) and run.current is not None and run.current.status.is_failure()
+
+
+def fold_supervisor(run: Run, jobs: Jobs, before: RunStatus | None = None) -> Run:
     """The supervisor's last state line (read from its log's tail): its diagnosis, progress,
     and its status decision. A supervisor that no longer runs decides nothing more: its last
-    WAITING is stale, and a final run stays final."""
+    WAITING is stale, and a final run stays final. `before`: the run's status before this
+    look: a run that was live and whose supervisor's decision on its failed attempt cannot be
+    read now (the cluster did not answer) stays WAITING (unknown is not FAILED: the
+    supervisor may have resumed or given up)."""
     if not run.supervisor_job or run.final:
         return run
     try:
         info = jobs.info(run.supervisor_job)
         log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
+    except ClusterUnreachable:
+        if _undecided(run) and before is not None and before.is_live():
+            run.status = RunStatus.WAITING  # as it was: between attempts, the decision unread
+        return run
     except ClusterError:
         return run
     said = supervisor.latest_state(log)
+    if not info.status.is_terminal() and _undecided(run):
+        run.status = RunStatus.WAITING  # a live supervisor decides what comes next (its line below, if any)
     if not said:
         return run
     run.diagnosis = said.get("diagnosis") or run.diagnosis
@@ -117,9 +131,10 @@ def sync_run(run_id: str, infos: list[JobInfo], jobs: Jobs) -> Run:
         except UserError:
             fresh = local
         before = fresh.as_json()
+        status_before = fresh.status
         merged = _merge(fresh, infos)
         if not merged.final:
-            merged = fold_supervisor(merged, jobs)
+            merged = fold_supervisor(merged, jobs, status_before)
         if merged.as_json() != before or not runs.path_of(run_id).exists():
             runs.save(merged)
     return merged
@@ -142,12 +157,13 @@ def find(run_id: str | None, jobs: Jobs) -> Run:
 
 def refresh(run: Run, jobs: Jobs) -> Run:
     """A local record brought up to date: its current attempt, newer ones, the supervisor."""
+    status_before = run.status
     run = lifecycle.observe(run, jobs)
     if not run.stopped_by_user and lifecycle.stopped_on_cluster(jobs, run):
         run = lifecycle.mark_stopped(run.run_id)  # stopped from another machine
     if run.supervisor_job:
         with runs.locked(run.run_id):
-            merged = fold_supervisor(runs.load(run.run_id), jobs)
+            merged = fold_supervisor(runs.load(run.run_id), jobs, status_before)
             runs.save(merged)
         return merged
     return run

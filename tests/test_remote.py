@@ -1,0 +1,75 @@
+"""What `runs`, `watch` and `logs` say about a run its cluster-side supervisor decides
+(runs/remote.py), against a fake job API: a failed attempt's run is FAILED only when the
+supervisor says so, never because its decision could not be read."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from fakes import running_run
+
+from rlhf_launch.cluster.jobs import JobStatus
+from rlhf_launch.errors import ClusterTimeout
+from rlhf_launch.runs import jobmeta, remote, supervisor
+from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.status import RunStatus
+
+
+class LogDashboard:
+    """The supervisor's driver log, as Ray's log API serves it."""
+
+    def __init__(self) -> None:
+        self.log = ""
+        self.fail_with: ClusterTimeout | None = None
+
+    def get(self, path: str, timeout: float | None = None) -> Any:
+        if self.fail_with is not None:
+            raise self.fail_with
+        assert path.startswith("/api/v0/logs/file")
+        return self.log
+
+
+def supervised(jobs):
+    run = running_run(jobs)
+    sup = jobmeta.supervisor_job_id(run.run_id, 1)
+    jobs.submit("python3 -m rlhf_launch supervise", {}, sup, {"rlhf_launch_run": run.run_id, "rlhf_launch_role": "supervisor"})
+    jobs.set(sup, JobStatus.RUNNING)
+    jobs.jobs[sup] = replace(jobs.jobs[sup], driver_node_id="node1")
+    jobs.dashboard = LogDashboard()
+    runs.update(run.run_id, lambda r: setattr(r, "supervisor_job", sup))
+    return runs.load(run.run_id), sup
+
+
+def said(status: RunStatus, attempt: int) -> str:
+    return supervisor.state_line({"status": status.value, "attempt": attempt}) + "\n"
+
+
+def test_a_failed_attempt_under_a_live_supervisor_is_waiting_until_it_decides(home, jobs):
+    run, _ = supervised(jobs)
+    jobs.dashboard.log = said(RunStatus.RUNNING, 1)  # it has not looked since the failure
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    assert remote.refresh(run, jobs).status is RunStatus.WAITING
+    jobs.dashboard.log += said(RunStatus.GAVE_UP, 1)
+    assert remote.refresh(runs.load(run.run_id), jobs).status is RunStatus.GAVE_UP
+
+
+def test_an_unread_decision_is_not_failed(home, jobs):
+    """The supervisor gave up and ended; its log cannot be read this time: the run is not
+    called FAILED (it is GAVE_UP, which the next look reads)."""
+    run, sup = supervised(jobs)
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    jobs.set(sup, JobStatus.SUCCEEDED)
+    jobs.dashboard.log = said(RunStatus.GAVE_UP, 1)
+    jobs.dashboard.fail_with = ClusterTimeout("the dashboard did not answer in 10s")
+    assert remote.refresh(run, jobs).status is RunStatus.WAITING
+    jobs.dashboard.fail_with = None
+    assert remote.refresh(runs.load(run.run_id), jobs).status is RunStatus.GAVE_UP
+
+
+def test_a_supervisor_that_ended_without_a_decision_leaves_the_run_failed(home, jobs):
+    run, sup = supervised(jobs)
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    jobs.set(sup, JobStatus.FAILED)
+    jobs.dashboard.log = "Traceback (most recent call last):\n"
+    assert remote.refresh(run, jobs).status is RunStatus.FAILED
