@@ -54,17 +54,44 @@ def test_a_failed_attempt_under_a_live_supervisor_is_waiting_until_it_decides(ho
     assert remote.refresh(runs.load(run.run_id), jobs).status is RunStatus.GAVE_UP
 
 
-def test_an_unread_decision_is_not_failed(home, jobs):
-    """The supervisor gave up and ended; its log cannot be read this time: the run is not
-    called FAILED (it is GAVE_UP, which the next look reads)."""
+def test_an_unread_decision_of_a_finished_supervisor_starts_nothing(home, jobs):
+    """The supervisor gave up and ended; its log cannot be read this time: the run is what its
+    attempt says (FAILED: not live, so `watch` starts no new supervisor on an unknown), and
+    the next look reads GAVE_UP."""
     run, sup = supervised(jobs)
     jobs.set(run.current.job_id, JobStatus.FAILED)
     jobs.set(sup, JobStatus.SUCCEEDED)
     jobs.dashboard.log = said(RunStatus.GAVE_UP, 1)
     jobs.dashboard.fail_with = ClusterTimeout("the dashboard did not answer in 10s")
-    assert remote.refresh(run, jobs).status is RunStatus.WAITING
+    seen = remote.refresh(run, jobs).status
+    assert seen is RunStatus.FAILED and not seen.is_live()
     jobs.dashboard.fail_with = None
     assert remote.refresh(runs.load(run.run_id), jobs).status is RunStatus.GAVE_UP
+
+
+def test_waiting_ends_when_the_supervisor_dies_undecided(home, jobs):
+    run, sup = supervised(jobs)
+    jobs.dashboard.log = said(RunStatus.RUNNING, 1)
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    assert remote.refresh(run, jobs).status is RunStatus.WAITING
+    jobs.set(sup, JobStatus.FAILED)  # it crashed before it decided
+    assert remote.refresh(runs.load(run.run_id), jobs).status is RunStatus.FAILED
+
+
+def test_a_supervisor_the_cluster_does_not_answer_for_changes_nothing(home, jobs):
+    run, sup = supervised(jobs)
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    waiting = remote.refresh(run, jobs)
+    assert waiting.status is RunStatus.WAITING
+    real_info = jobs.info
+
+    def info(job_id):
+        if job_id == sup:
+            raise ClusterTimeout("the dashboard did not answer in 10s")
+        return real_info(job_id)
+
+    jobs.info = info
+    assert remote.fold_supervisor(waiting, jobs).status is RunStatus.WAITING
 
 
 def test_a_supervisor_that_ended_without_a_decision_leaves_the_run_failed(home, jobs):

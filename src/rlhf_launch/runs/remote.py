@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
-from rlhf_launch.errors import ClusterError, ClusterUnreachable, UserError
+from rlhf_launch.errors import ClusterError, UserError
 from rlhf_launch.runs import jobmeta, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
@@ -70,24 +70,29 @@ def _undecided(run: Run) -> bool:
     return run.status in (RunStatus.FAILED, RunStatus.LOST) and run.current is not None and run.current.status.is_failure()
 
 
-def fold_supervisor(run: Run, jobs: Jobs, before: RunStatus | None = None) -> Run:
+def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     """The supervisor's last state line (read from its log's tail): its diagnosis, progress,
-    and its status decision. A supervisor that no longer runs decides nothing more: its last
-    WAITING is stale, and a final run stays final. `before`: the run's status before this
-    look: a run that was live and whose supervisor's decision on its failed attempt cannot be
-    read now (the cluster did not answer) stays WAITING (unknown is not FAILED: the
-    supervisor may have resumed or given up)."""
+    and its status decision. A failed attempt's run is WAITING only while a live supervisor
+    has not decided; a supervisor that no longer runs decides nothing more (its last WAITING
+    is stale: the run is what its attempt says until its decision is read), and a final run
+    stays final. When the cluster does not answer, nothing changes."""
     if not run.supervisor_job or run.final:
         return run
+    entering = run.status
+    current = run.current
+    if run.status is RunStatus.WAITING and current is not None and current.status.is_failure():
+        run.status = RunStatus.of_attempt(current.status, stopped_by_user=run.stopped_by_user)  # decided afresh below
     try:
         info = jobs.info(run.supervisor_job)
-        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
-    except ClusterUnreachable:
-        if _undecided(run) and before is not None and before.is_live():
-            run.status = RunStatus.WAITING  # as it was: between attempts, the decision unread
-        return run
     except ClusterError:
+        run.status = entering  # unknown changes nothing
         return run
+    if not info.status.is_terminal() and _undecided(run):
+        run.status = RunStatus.WAITING  # a live supervisor decides what comes next (its line below, if any)
+    try:
+        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
+    except ClusterError:
+        return run  # its decision unread: the next look reads it
     said = supervisor.latest_state(log)
     if not info.status.is_terminal() and _undecided(run):
         run.status = RunStatus.WAITING  # a live supervisor decides what comes next (its line below, if any)
@@ -96,7 +101,6 @@ def fold_supervisor(run: Run, jobs: Jobs, before: RunStatus | None = None) -> Ru
     run.diagnosis = said.get("diagnosis") or run.diagnosis
     run.progress = said.get("progress") or run.progress
     decided = said.get("status")
-    current = run.current
     same_attempt = current is not None and said.get("attempt") == current.number
     if decided == RunStatus.WAITING and info.status.is_terminal():
         return run
@@ -131,10 +135,9 @@ def sync_run(run_id: str, infos: list[JobInfo], jobs: Jobs) -> Run:
         except UserError:
             fresh = local
         before = fresh.as_json()
-        status_before = fresh.status
         merged = _merge(fresh, infos)
         if not merged.final:
-            merged = fold_supervisor(merged, jobs, status_before)
+            merged = fold_supervisor(merged, jobs)
         if merged.as_json() != before or not runs.path_of(run_id).exists():
             runs.save(merged)
     return merged
@@ -157,13 +160,12 @@ def find(run_id: str | None, jobs: Jobs) -> Run:
 
 def refresh(run: Run, jobs: Jobs) -> Run:
     """A local record brought up to date: its current attempt, newer ones, the supervisor."""
-    status_before = run.status
     run = lifecycle.observe(run, jobs)
     if not run.stopped_by_user and lifecycle.stopped_on_cluster(jobs, run):
         run = lifecycle.mark_stopped(run.run_id)  # stopped from another machine
     if run.supervisor_job:
         with runs.locked(run.run_id):
-            merged = fold_supervisor(runs.load(run.run_id), jobs, status_before)
+            merged = fold_supervisor(runs.load(run.run_id), jobs)
             runs.save(merged)
         return merged
     return run
