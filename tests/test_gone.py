@@ -73,6 +73,16 @@ def test_a_sweep_started_ahead_that_outlives_the_bound_is_unknown():
     assert time.monotonic() - started < 2
 
 
+def test_no_fresh_sweep_starts_past_the_bound():
+    from concurrent.futures import Future
+
+    calls = []
+    sweep = stop._ahead(Future(), set(), lambda r, j: calls.append(list(j)) or [], time.monotonic() + 0.5)
+    with pytest.raises(ClusterTimeout, match="no time left"):
+        sweep(["r"], ["r-2"])
+    assert calls == []
+
+
 def test_a_stop_ray_never_takes_is_not_called_gone(home, jobs):
     """Ray's stop does not take (or every status read times out) for the whole bound: `stop`
     still proves, and says what is left, rather than reporting a gone trainer."""

@@ -94,8 +94,6 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     except ClusterError:
         return run  # its decision unread: the next look reads it
     said = supervisor.latest_state(log)
-    if not info.status.is_terminal() and _undecided(run):
-        run.status = RunStatus.WAITING  # a live supervisor decides what comes next (its line below, if any)
     if not said:
         return run
     run.diagnosis = said.get("diagnosis") or run.diagnosis

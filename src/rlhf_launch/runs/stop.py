@@ -100,18 +100,27 @@ def _in_background(work: Callable[[], list[dict[str, Any]]]) -> Future[list[dict
 
 def _ahead(first: Future[list[dict[str, Any]]], covers: set[str], sweeper: gone.Sweeper, deadline: float) -> gone.Sweeper:
     """A sweeper whose first call, for jobs the sweep started ahead covers, is that sweep
-    (waited for until the deadline: past it the result is unknown, not "nothing left")."""
+    (waited for until the deadline: past it the result is unknown, not "nothing left"). No
+    fresh sweep starts past the deadline (one takes seconds): what the last sweep left alive
+    is what is left, and with no sweep at all that is unknown."""
     used = False
+    last: list[dict[str, Any]] | None = None
 
     def sweep(run_ids: Sequence[str], job_ids: Sequence[str]) -> list[dict[str, Any]]:
-        nonlocal used
+        nonlocal used, last
         if not used and set(job_ids) <= covers:
             used = True
             try:
-                return first.result(timeout=max(0.1, deadline - time.monotonic()))
+                last = first.result(timeout=max(0.1, deadline - time.monotonic()))
             except FutureTimeout:
                 raise ClusterTimeout("the sweep did not finish within the bound") from None
-        return sweeper(run_ids, job_ids)
+            return last
+        if deadline - time.monotonic() < 1:
+            if last is None:
+                raise ClusterTimeout("no time left in the bound for another sweep")
+            return last
+        last = sweeper(run_ids, job_ids)
+        return last
 
     return sweep
 
