@@ -48,6 +48,17 @@ def test_an_attempt_that_changed_meanwhile_is_not_overwritten(home, jobs):
     assert runs.load(run.run_id).current.status is AttemptStatus.FAILED
 
 
+def test_a_failure_the_supervisor_has_yet_to_decide_is_written_as_waiting_never_as_failed(home, jobs):
+    run = running_run(jobs)
+    jobs.set(run.current.job_id, JobStatus.FAILED)
+    seen_by_supervisor = lifecycle.observe(runs.load(run.run_id), jobs, deciding=True)
+    assert seen_by_supervisor.current.status is AttemptStatus.FAILED and seen_by_supervisor.status is RunStatus.WAITING
+    assert runs.load(run.run_id).status is RunStatus.WAITING  # what every other reader of the record sees meanwhile
+    other = running_run(jobs)
+    jobs.set(other.current.job_id, JobStatus.FAILED)
+    assert lifecycle.observe(runs.load(other.run_id), jobs).status is RunStatus.FAILED  # an observer that decides nothing
+
+
 def test_a_stopped_run_stays_stopped_and_follows_the_job_to_its_end(home, jobs):
     run = running_run(jobs)
     lifecycle.mark_stopped(run.run_id)

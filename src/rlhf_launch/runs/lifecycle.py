@@ -240,9 +240,13 @@ def _adopt(run: Run, info: JobInfo) -> Attempt:
     )
 
 
-def observe(run: Run, jobs: Jobs) -> Run:
+def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
     """Refresh the current attempt from Ray, adopt attempts submitted elsewhere, fold both
     into the record.
+
+    deciding: the caller is the run's supervisor, which decides what follows a failed
+    attempt; until it has, the run is WAITING (a FAILED written now would be read by every
+    other machine as the run's end, before its diagnosis and decision are).
 
     Only a cluster that answers "no such job" (and, for a submission still in flight, only
     after SUBMIT_GRACE) makes an attempt LOST; a timeout, an unreachable cluster or a refused
@@ -287,6 +291,8 @@ def observe(run: Run, jobs: Jobs) -> Run:
         latest = record.current
         if latest is not None and record.status is not RunStatus.GAVE_UP:
             record.status = RunStatus.of_attempt(latest.status, stopped_by_user=record.stopped_by_user)
+            if deciding and latest.status.is_failure() and not record.stopped_by_user:
+                record.status = RunStatus.WAITING
 
     return runs.update(run.run_id, change)
 

@@ -150,7 +150,7 @@ class Supervisor:
 
     def _step(self) -> RunStatus | None:
         """One look at the run, and what it calls for. A final status ends supervision."""
-        run = lifecycle.observe(runs.load(self.run_id), self.jobs)
+        run = lifecycle.observe(runs.load(self.run_id), self.jobs, deciding=True)
         self._told = {k for k in self._told if not k.startswith("unknown:")}
         attempt = run.current
         if attempt is None:
