@@ -26,6 +26,14 @@ def _by_run(infos: list[JobInfo]) -> dict[str, list[JobInfo]]:
     return grouped
 
 
+def _waiting_on(run: Run, supervisor_live: bool) -> None:
+    """A run whose status is only its failed attempt's is WAITING while a live supervisor has
+    yet to decide what comes next."""
+    undecided = run.status in (RunStatus.FAILED, RunStatus.LOST) and run.current is not None and run.current.status.is_failure()
+    if supervisor_live and undecided:
+        run.status = RunStatus.WAITING
+
+
 def _merge(run: Run, infos: list[JobInfo]) -> Run:
     """Fold the cluster's jobs of a run into its record (attempts by number)."""
     trainers = sorted((i for i in infos if jobmeta.role_of(i.metadata) == jobmeta.TRAINER), key=lambda i: jobmeta.number_of(i.metadata))
@@ -60,14 +68,8 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
     current = run.current
     if current is not None and run.status is not RunStatus.GAVE_UP:
         run.status = RunStatus.of_attempt(current.status, stopped_by_user=run.stopped_by_user)
-        if sups and not sups[-1].status.is_terminal() and current.status.is_failure():
-            run.status = RunStatus.WAITING  # a live supervisor decides what comes next
+        _waiting_on(run, supervisor_live=bool(sups) and not sups[-1].status.is_terminal())
     return run
-
-
-def _undecided(run: Run) -> bool:
-    """The run's status is only its failed attempt's: what comes next is the supervisor's call."""
-    return run.status in (RunStatus.FAILED, RunStatus.LOST) and run.current is not None and run.current.status.is_failure()
 
 
 def fold_supervisor(run: Run, jobs: Jobs) -> Run:
@@ -87,8 +89,7 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     except ClusterError:
         run.status = entering  # unknown changes nothing
         return run
-    if not info.status.is_terminal() and _undecided(run):
-        run.status = RunStatus.WAITING  # a live supervisor decides what comes next (its line below, if any)
+    _waiting_on(run, supervisor_live=not info.status.is_terminal())  # its decision: the line below, if any
     try:
         log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
     except ClusterError:
