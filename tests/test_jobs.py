@@ -26,6 +26,11 @@ def standin(ckpt: Path, *, steps=6, crash_at=0, crash_times=1, step_seconds=0.5,
         f"checkpoint.ckpt_path={ckpt}",
         f"checkpoint.save_path={ckpt}-final",
         "checkpoint.save_steps=2",
+        # A 2-layer model and 8 prompts every node has (tests/standin/README.md): the test nodes
+        # share one 24 GiB machine, where doctor rightly refuses an 8B model's host memory.
+        f"models.actor={STANDIN / 'models' / 'tiny-actor'}",
+        f"models.reward={STANDIN / 'models' / 'tiny-rm'}",
+        f"data.prompt_dataset={STANDIN / 'data' / 'prompts.jsonl'}",
         f"openrlhf.version='{version}'",
         f"runtime_env.env_vars.PYTHONPATH={STANDIN}",
         f"runtime_env.env_vars.STANDIN_OPENRLHF_VERSION='{version}'",

@@ -24,6 +24,7 @@ from rlhf_launch import __version__
 from rlhf_launch.cli import (
     checkpoints,
     diagnose,
+    doctor,
     down,
     import_script,
     init,
@@ -52,6 +53,7 @@ VERBS: list[tuple[str, ModuleType]] = [
     ("logs", logs),
     ("stop", stop),
     ("runs", runs),
+    ("doctor", doctor),
     ("checkpoints", checkpoints),
     ("diagnose", diagnose),
     ("watch", watch),

@@ -24,6 +24,9 @@ TOKEN_FILE = typer.Option(
 )
 RESERVE = typer.Option(False, "--reserve-check", help="really reserve the placement groups on the cluster, then free them")
 RESERVE_TIMEOUT = typer.Option(60.0, "--reserve-timeout", help="seconds to wait for the reservation")
+SKIP_CHECK = typer.Option(
+    "", "--skip-check", help="node checks not to run, comma-separated (rlhf-launch doctor --help lists them); each skip is a warning"
+)
 FOLLOW = typer.Option(False, "--follow", "-f", help="stream the logs; Ctrl-C stops following, not the job")
 
 # `up` and `join`

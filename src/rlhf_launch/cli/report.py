@@ -368,3 +368,37 @@ def checkpoints_text(data: dict[str, Any]) -> str:
     if data["findings"]:
         lines += findings_text([Finding(**f) for f in data["findings"]])
     return "\n".join(lines)
+
+
+_CELL = {"pass": "ok", "warn": "warn", "fail": "FAIL", "n/a": "-"}
+
+
+def doctor_text(report: Any, picture: list[str] | None = None) -> str:
+    """`doctor`: a node-by-check table (ok / warn / FAIL / - for not applicable), the findings
+    naming node, value found, value wanted and fix, and the verdict."""
+    from rlhf_launch.doctor.checks import NAMES
+
+    checks = [c for c in NAMES if c not in report.skipped]
+    rows = [["node", *checks]]
+    for node in report.nodes:
+        rows.append([node.name, *(_CELL.get(str(report.cells.get((c, node.node_id), "n/a")), "?") for c in checks)])
+    answered = sum(1 for n in report.nodes if n.answered)
+    lines = [f"doctor: {len(report.nodes)} alive node(s), {answered} answered, in {report.seconds:.1f}s", *_table(rows)]
+    if report.skipped:
+        lines.append(f"  skipped: {', '.join(report.skipped)}")
+    if picture:
+        lines += ["", *picture]
+    lines.append("")
+    if not report.findings:
+        lines.append("findings: none")
+    else:
+        lines.append("findings:")
+        for f in report.findings:
+            level = "FAIL" if f.level == "error" else "warn"
+            lines.append(f"  {level:<4}  {f.check} on {f.text()}")
+            if f.fix:
+                lines.append(f"        fix: {f.fix}")
+    failed = len(report.failed())
+    lines.append("")
+    lines.append("ok: nothing blocks the run" if report.ok else f"not ready: {failed} check(s) failed (exit 1)")
+    return "\n".join(lines)

@@ -24,14 +24,29 @@ def command(
     retry_on: str = typer.Option("", "--retry-on", help="failure classes to retry even if the policy would not, e.g. gpu_oom"),
     no_retry_on: str = typer.Option("", "--no-retry-on", help="failure classes never to retry, e.g. nccl,node_lost"),
     allow_fresh: bool = typer.Option(False, "--allow-fresh", help="allow --auto-resume without checkpoints (each resume starts at step 0)"),
+    skip_check: str = options.SKIP_CHECK,
+    move_aside: bool = typer.Option(
+        False,
+        "--move-checkpoints-aside",
+        help="start fresh over checkpoints at ckpt_path: move them into ckpt_path/.rlhf-launch-aside/ (never deleted)",
+    ),
 ) -> None:
-    """Check a config and the live cluster, record the run, and submit the trainer as a Ray job."""
+    """Check a config, the live cluster and every node, record the run, and submit the trainer as a Ray job.
+
+    Examples:
+
+      rlhf-launch submit llama70b-4node --auto-resume 3 --follow
+
+      rlhf-launch submit my.yaml checkpoint.ckpt_path=/mnt/shared/run2 --skip-check gpu
+    """
+    from rlhf_launch import doctor
     from rlhf_launch.cli import report
     from rlhf_launch.core import presets
     from rlhf_launch.core.launch import from_config
     from rlhf_launch.runs import logs
     from rlhf_launch.runs.submit import check_policy, submit
 
+    skip = doctor.parse_skip(skip_check)
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
         output.show_launch(launch, as_json)
@@ -47,6 +62,8 @@ def command(
         reserve=reserve_check,
         reserve_timeout=reserve_timeout,
         policy=policy,
+        skip_checks=skip,
+        move_aside=move_aside,
     )
     output.echo_json(done.as_json()) if as_json else output.echo(report.submitted_text(done))
     if done.run is None:

@@ -22,6 +22,7 @@ def command(
     from rlhf_launch.runs.supervisor import Supervisor
 
     sweeper: Sweeper | None = None
+    look = None
     if in_job:  # on the cluster: the dashboard is where Ray says; sweep with tasks, not jobs
         import ray
 
@@ -30,11 +31,14 @@ def command(
         agents = sweep.NodeAgents()
         agents.warm()
         sweeper = agents
+        from rlhf_launch.cluster import doctor
+
+        look = doctor.in_driver
     record, cluster = options.run_and_cluster(run, address, token_file)
     jobs = cluster.jobs
     if sweeper is None:
         sweeper = lambda runs, job_ids: sweep.by_probe_job(jobs, runs, job_ids)  # noqa: E731
-    final = Supervisor(record.run_id, jobs, cluster.dashboard, sweeper, say=output.echo).run()
+    final = Supervisor(record.run_id, jobs, cluster.dashboard, sweeper, say=output.echo, doctor_look=look).run()
     # As a job, a deliberate end is a success (the run's status is in the state line); a
     # supervisor job that FAILED in Ray crashed.
     ok = in_job or final in (RunStatus.SUCCEEDED, RunStatus.STOPPED)

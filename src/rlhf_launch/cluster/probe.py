@@ -41,11 +41,22 @@ def _parse(logs: str) -> Any:
     return None
 
 
-def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str) -> ProbeRun:
+def library(script: str) -> str:
+    """A probe's source without its `__main__` block, to prepend to another probe's."""
+    return (Path(__file__).parent / "probes" / script).read_text().split('\nif __name__ == "__main__":', 1)[0]
+
+
+def source(script: str, uses: tuple[str, ...] = ()) -> str:
+    """The source shipped for `script`: the probes it uses (their functions only), then its own."""
+    return "\n\n".join([*(library(name) for name in uses), (Path(__file__).parent / "probes" / script).read_text()])
+
+
+def run(jobs: Jobs, script: str, argument: str, deadline: float, kind: str, uses: tuple[str, ...] = ()) -> ProbeRun:
+    """`uses`: other probes whose functions `script` calls (see `source`)."""
     job_id = f"rlhf-launch-{kind}-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    source = (Path(__file__).parent / "probes" / script).read_text()
-    jobs.submit(f"python3 -c {shlex.quote(source)} {shlex.quote(argument)}", {}, job_id, {"rlhf_launch": kind})
+    source_text = source(script, uses)
+    jobs.submit(f"python3 -c {shlex.quote(source_text)} {shlex.quote(argument)}", {}, job_id, {"rlhf_launch": kind})
     status, timed_out = JobStatus.PENDING, False
     try:
         status = jobs.wait_terminal(job_id, deadline)

@@ -37,7 +37,7 @@ from typing import Any
 
 from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, warning
-from rlhf_launch.core.placement import declared_nodes, simulate
+from rlhf_launch.core.placement import NodeFree, declared_nodes, simulate
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.core.settings import Settings
 from rlhf_launch.core.shapes import Shape, from_fields, lookup
@@ -221,7 +221,7 @@ def estimate(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) ->
                         "lower data.generate_max_len, or raise ring_attn_size",
                     )
                 )
-    host = _host(plan, roles, cfg)
+    host = _host(plan, roles)
     _check_host(host, cfg.cluster.host_memory_gb, findings)
     return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
 
@@ -400,15 +400,21 @@ def _check_gpu(group: GroupMemory, limit: float, findings: list[Finding], cfg: L
         )
 
 
-def _host(plan: Plan, roles: list[RoleMemory], cfg: LaunchConfig) -> dict[str, float]:
-    """Host GiB per declared node: each rank's host share, where Ray PACK would put it."""
+def host_on(report: MemoryReport, plan: Plan, nodes: list[NodeFree]) -> dict[str, float]:
+    """Host GiB per node of a real cluster (node_id -> GiB), where Ray PACK would put each rank."""
+    return _host(plan, report.roles, nodes)
+
+
+def _host(plan: Plan, roles: list[RoleMemory], nodes: list[NodeFree] | None = None) -> dict[str, float]:
+    """Host GiB per node (default: the declared nodes): each rank's host share, where Ray PACK would put it."""
     per_rank = {r.role: r.host_per_rank for r in roles}
     vllm = next((r for r in roles if r.role == "vllm"), None)
     if vllm is not None and vllm.sleeps:
         per_rank["vllm"] = vllm.parts["weights"]  # vLLM sleep (level 1) moves weights to host RAM
     ds_sleep = {r.role: r.parts.get("params", 0.0) for r in roles if r.role in ("actor", "critic") and r.sleeps}
-    sim = simulate(plan.groups, declared_nodes(plan.cluster_nodes, plan.cluster_gpus_per_node))
-    out = {f"node{i}": 0.0 for i in range(plan.cluster_nodes)}
+    nodes = nodes if nodes is not None else declared_nodes(plan.cluster_nodes, plan.cluster_gpus_per_node)
+    sim = simulate(plan.groups, nodes)
+    out = {n.node_id: 0.0 for n in nodes}
     for placed in sim.placements:
         for node, bundles in placed.per_node.items():
             for role in placed.group.roles:

@@ -119,6 +119,42 @@ def compare_nodes(per_node: dict[str, dict[str, Any]]) -> list[Finding]:
     ]
 
 
+def state_findings(state: CheckpointState) -> list[Finding]:
+    """Pure: a `latest` that names an older step than the newest on disk (a fresh run that
+    wrote over another's, or a save that did not finish): the trainer resumes from `latest`."""
+    out = []
+    for role in state.roles.values():
+        if role.latest_step is not None and role.steps and max(role.steps) > role.latest_step:
+            out.append(
+                warning(
+                    f"checkpoint.{role.role}",
+                    f"_{role.role}/latest names {role.latest} but global_step{max(role.steps)} is on disk: "
+                    f"a resume loads step {role.latest_step}, not {max(role.steps)}",
+                    f"if step {max(role.steps)} is complete, write `global_step{max(role.steps)}` into {state.path}/_{role.role}/latest",
+                )
+            )
+    return out
+
+
+def move_aside(jobs: Jobs, path: str) -> tuple[str, list[str]]:
+    """Move the checkpoints at `path` into <path>/.rlhf-launch-aside/<stamp>/ on every node
+    (never deleted): -> (where they went, what moved)."""
+    import json
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    ran = probe.run(jobs, "aside.py", json.dumps({"path": path, "stamp": stamp}), 120, "aside")
+    if not ran.result:
+        raise ClusterRefused(f"could not move the checkpoints at {path} aside (probe job {ran.job_id} ended {ran.status})")
+    errors = [f"{entry.get('ip')}: {e}" for entry in ran.result.values() for e in entry.get("errors", [])]
+    if errors:
+        raise ClusterRefused(f"moving the checkpoints at {path} aside failed: " + "; ".join(errors[:3]))
+    moved = sorted({name for entry in ran.result.values() for name in entry.get("moved", [])})
+    first: dict[str, Any] = next(iter(ran.result.values()), {})
+    target = first.get("to", f"{path}/.rlhf-launch-aside/{stamp}")
+    return str(target), moved
+
+
 def resume_findings(state: CheckpointState, allow_fresh: bool) -> list[Finding]:
     if state.status == "broken":
         return [error("checkpoint", f"broken checkpoint at {state.path}: " + "; ".join(state.problems()))]
@@ -134,10 +170,11 @@ def discover(jobs: Jobs | None, path: str) -> tuple[CheckpointState, list[Findin
     """The trainer's view of ckpt_path: listed on every alive node when a cluster is at hand
     (they must agree, or the path is not shared storage), else on this machine."""
     if jobs is None:
-        return read_local(path), []
+        state = read_local(path)
+        return state, state_findings(state)
     listed = probe.run(jobs, "ckpt.py", path, 120, "ckpt")
     if not listed.result:
         raise ClusterRefused(f"could not list {path} on the cluster (probe job {listed.job_id} ended {listed.status})")
     per_node = listed.result
-    first = next(iter(per_node.values()))
-    return parse(first["listing"]), compare_nodes(per_node)
+    first = parse(next(iter(per_node.values()))["listing"])
+    return first, compare_nodes(per_node) + state_findings(first)

@@ -84,10 +84,12 @@ def _params_billion(launch: Launch) -> float | None:
     return round(shape.params / 1e9, 2) if shape else None
 
 
-def new_run(launch: Launch, address: str, source: str, overrides: list[str], policy: Supervision = Supervision()) -> Run:
+def new_run(
+    launch: Launch, address: str, source: str, overrides: list[str], policy: Supervision = Supervision(), run_id: str | None = None
+) -> Run:
     cfg = config_dict(launch.cfg)
     run = Run(
-        run_id=runs.new_run_id(launch.cfg.name),
+        run_id=run_id or runs.new_run_id(launch.cfg.name),
         name=launch.cfg.name,
         created=time.time(),
         address=address,

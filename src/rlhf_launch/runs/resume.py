@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlhf_launch import doctor
 from rlhf_launch.cluster import live as live_check
 from rlhf_launch.cluster import sweep
 from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.dashboard import normalize
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.errors import UserError
-from rlhf_launch.runs import checkpoints, gone, lifecycle, supervisor
+from rlhf_launch.runs import checkpoints, claim, gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
+from rlhf_launch.runs.status import AttemptStatus
 
 
 @dataclass
@@ -50,6 +52,7 @@ def resume(
     allow_fresh: bool,
     moved: bool = False,
     sweeper: gone.Sweeper | None = None,
+    skip_checks: tuple[str, ...] = (),
 ) -> Resumed:
     """moved: `cluster` is a new address for the run (the cluster was restarted elsewhere).
     sweeper: how to end the earlier attempts' processes (default: a probe job)."""
@@ -62,6 +65,11 @@ def resume(
         raise UserError(
             f"run {record.run_id} is still running (attempt {current.number}, {current.job_id}: {current.status})",
             hint=f"rlhf-launch stop {record.run_id} first, or follow it with rlhf-launch logs {record.run_id} --follow",
+        )
+    if current is not None and current.status is AttemptStatus.SUCCEEDED and not force:
+        raise UserError(
+            f"run {record.run_id} already SUCCEEDED (attempt {current.number}): a resume would reserve its GPUs only to finish at once",
+            hint="pass --force to resume it anyway (e.g. after raising train.num_episodes), or submit a new run",
         )
     earlier = [a.job_id for a in record.attempts]
     if earlier:  # a terminal job is not proof: its entrypoint may still start, or a process outlive it
@@ -84,9 +92,14 @@ def resume(
         raise UserError(f"the resumed config is invalid: {errors[0].key}: {errors[0].message}")
     state, findings = checkpoints.discover(jobs, record.ckpt_path)
     findings += checkpoints.resume_findings(state, allow_fresh)
-    findings += live_check.check(launch, cluster).findings
+    live = live_check.check(launch, cluster)
+    findings += live.findings
+    if not any(f.level == "error" for f in findings):
+        report = doctor.on_cluster(launch, jobs, live.snapshot, skip=(*skip_checks, "checkpoints"))
+        findings += doctor.skipped_findings(skip_checks) + report.as_findings()
     if any(f.level == "error" for f in findings):
         return Resumed(record, None, state, findings)
+    claim.acquire(jobs, record.ckpt_path, record.run_id, previous_ok=force)  # one writer: refused while another run holds it
     attempt = lifecycle.submit_attempt(
         jobs, record.run_id, "resume", entrypoint=launch.spec.entrypoint, runtime_env=launch.spec.runtime_env, load_checkpoint=True
     )

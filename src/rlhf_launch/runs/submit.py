@@ -10,7 +10,7 @@ from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.live import Live
 from rlhf_launch.core.launch import Launch
 from rlhf_launch.errors import ClusterError, UserError
-from rlhf_launch.runs import lifecycle, supervisor
+from rlhf_launch.runs import checkpoints, claim, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.lifecycle import Supervision
 from rlhf_launch.runs.record import Attempt, Run
@@ -24,6 +24,7 @@ class Submitted:
     attempt: Attempt | None = None
     supervisor_job: str | None = None
     notes: list[str] = field(default_factory=list)
+    doctor: Any = None  # doctor.checks.Report of the nodes, when the checks ran
 
     @property
     def ok(self) -> bool:
@@ -33,6 +34,8 @@ class Submitted:
         out = self.launch.as_json()
         if self.live is not None:
             out["live"] = self.live.as_json()
+        if self.doctor is not None:
+            out["doctor"] = self.doctor.as_json()
         out["ok"] = self.ok
         if self.run is not None and self.attempt is not None:
             out["run_id"] = self.run.run_id
@@ -62,13 +65,49 @@ def submit(
     reserve: bool = False,
     reserve_timeout: float = 60.0,
     policy: Supervision = Supervision(),
+    skip_checks: tuple[str, ...] = (),
+    move_aside: bool = False,
 ) -> Submitted:
+    """The live checks, the nodes' checks (doctor, less `skip_checks`), the checkpoint guard
+    (ckpt_path claimed by no live run and holding no checkpoints, unless `move_aside`), then
+    the record, the claim, the first attempt and its supervisor."""
+    from rlhf_launch import doctor
+
     if not launch.ok:
         return Submitted(launch, None)
     live = live_check.check(launch, cluster, reserve=reserve, reserve_timeout=reserve_timeout)
     if not live.ok:
         return Submitted(launch, live)
-    record = lifecycle.new_run(launch, cluster.address, source, overrides, policy)
+    path = launch.cfg.checkpoint.ckpt_path
+    held = claim.current(cluster.jobs, path)
+    if held is not None and claim.run_live(cluster.jobs, held.run_id, held.created):
+        raise claim.CheckpointClaimed(
+            f"checkpoint.ckpt_path {path} is in use by run {held.run_id} (still live on the cluster)",
+            hint=f"choose another checkpoint.ckpt_path, or follow that run: rlhf-launch watch {held.run_id}",
+        )
+    report = doctor.on_cluster(launch, cluster.jobs, live.snapshot, skip=(*skip_checks, "checkpoints"))
+    live.findings += doctor.skipped_findings(skip_checks) + report.as_findings()
+    if not report.ok:
+        return Submitted(launch, live, doctor=report)
+    state = existing_checkpoints(report)
+    if state is not None and state.actor is not None and not move_aside:
+        writer = f" (written by run {held.run_id})" if held is not None else ""
+        resume = f"rlhf-launch resume {held.run_id}" if held is not None else "rlhf-launch resume RUN"
+        raise UserError(
+            f"checkpoint.ckpt_path {path} already holds checkpoints{writer}: latest {state.actor.latest or 'missing'}"
+            f", steps on disk {', '.join(map(str, state.actor.steps[-5:])) or 'none'}; a fresh run would start at step 0 over them "
+            "and OpenRLHF's rotation (max_num) would delete them",
+            hint=f"continue that run ({resume}), choose another checkpoint.ckpt_path, or pass --move-checkpoints-aside "
+            "to move them into ckpt_path/.rlhf-launch-aside/ and start fresh",
+        )
+    run_id = runs.new_run_id(launch.cfg.name)
+    taken = claim.acquire(cluster.jobs, path, run_id, previous_ok=True)
+    notes = []
+    if state is not None and state.actor is not None and move_aside:
+        target, moved = checkpoints.move_aside(cluster.jobs, path)
+        notes.append(f"moved {', '.join(moved) or 'nothing'} from {path} to {target} (nothing deleted)")
+    record = lifecycle.new_run(launch, cluster.address, source, overrides, policy, run_id=run_id)
+    notes.append(f"ckpt_path {path} claimed for this run ({taken.job_id})")
     try:
         attempt = lifecycle.submit_attempt(
             cluster.jobs,
@@ -83,10 +122,16 @@ def submit(
             f"run {record.run_id} is recorded, but the cluster did not confirm its first attempt: {exc.message}",
             hint=f"`rlhf-launch runs` shows whether {record.run_id}-1 reached the cluster; `rlhf-launch stop {record.run_id}` ends it",
         ) from None
-    notes = []
     try:
         job: str | None = supervisor.start(runs.load(record.run_id), cluster.jobs)  # progress, stalls, diagnosis; resumes
     except (ClusterError, UserError) as exc:
         job = None
         notes.append(f"the run's supervisor was not started ({exc.message}): `rlhf-launch watch {record.run_id}` starts one")
-    return Submitted(launch, live, runs.load(record.run_id), attempt, job, notes)
+    return Submitted(launch, live, runs.load(record.run_id), attempt, job, notes, report)
+
+
+def existing_checkpoints(report: Any) -> checkpoints.CheckpointState | None:
+    """What the nodes found at ckpt_path: the first node's view that holds checkpoints (on
+    storage that is not shared, any node's checkpoints would be overwritten on it)."""
+    states = [checkpoints.parse(n.facts["checkpoints"]) for n in report.nodes if n.answered and n.facts.get("checkpoints")]
+    return next((s for s in states if s.actor is not None), states[0] if states else None)

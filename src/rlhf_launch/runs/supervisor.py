@@ -39,7 +39,7 @@ from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
-from rlhf_launch.runs import evidence, gone, jobmeta, lifecycle, progress, retry
+from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, retry
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -51,6 +51,7 @@ MAX_BACKOFF = 600.0
 CAPACITY_WAIT = 3600.0
 GONE_WAIT = 120.0
 TAIL_LINES = 2000  # of the driver log, read every poll
+DOCTOR_SKIP = ("checkpoints", "disk")  # what a resubmission does not re-check (see _wait_nodes)
 SHORT_POLLS = 2  # polls with too few GPUs before an attempt counts as stuck at placement
 
 
@@ -79,6 +80,9 @@ class Supervisor:
     say: Callable[[str], None] = print
     sleep: Callable[[float], None] = time.sleep
     capacity_wait: float = CAPACITY_WAIT
+    # How the nodes are looked at before a resubmission (spec -> {node_id: facts}); None: a
+    # probe job. The supervisor job passes cluster.doctor.in_driver (it is a Ray driver).
+    doctor_look: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     clock: Callable[[], float] = time.time
     _short: int = 0
     _last: tuple[Any, ...] = ()
@@ -334,6 +338,16 @@ class Supervisor:
             return None
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
+        if not claim.holds(self.jobs, run.ckpt_path, self.run_id):
+            held = claim.current(self.jobs, run.ckpt_path)
+            return self._end(
+                RunStatus.FAILED,
+                f"not resuming: checkpoint.ckpt_path {run.ckpt_path} was claimed by run {held.run_id if held else '?'} since "
+                "(one writer per checkpoint directory)",
+            )
+        ready, ended = self._wait_nodes(run)
+        if not ready:
+            return ended
         delay = 0.0 if free else min(MAX_BACKOFF, run.backoff * (2**used))
         if delay:
             self.say(f"backing off {delay:g}s")
@@ -375,6 +389,38 @@ class Supervisor:
         for name in (jobmeta.RUN_VAR, jobmeta.JOB_VAR):
             env.get("env_vars", {}).pop(name, None)
         return {k: v for k, v in env.items() if v not in ({}, None)}
+
+    def _wait_nodes(self, run: Run) -> tuple[bool, RunStatus | None]:
+        """The nodes' checks (doctor, as `submit` runs them; not the disk budget, which the
+        run's own checkpoints already use) before a resubmission: waits, saying why, while
+        one fails. -> (ready, the run's end if it gave up; None: unknown this time, look again)."""
+        from rlhf_launch import doctor
+        from rlhf_launch.cluster import doctor as node_probe
+
+        look = self.doctor_look or (lambda request: node_probe.by_probe_job(self.jobs, request))
+        launch = lifecycle.launch_for(run, load_checkpoint=True)
+        deadline = time.monotonic() + self.capacity_wait
+        said = ""
+        while True:
+            try:
+                nodes = snapshot.read(self.dashboard, memory=False).nodes
+                report = doctor.examine(launch, look, skip=DOCTOR_SKIP, nodes_free=doctor.free_nodes(nodes))
+            except ClusterError as exc:
+                self.say(f"the nodes' checks did not complete ({exc.message}); the next look decides")
+                return False, None
+            if report.ok:
+                if said:
+                    self.say("the nodes' checks pass again")
+                return True, None
+            text = "; ".join(f"{f.check} on {f.text()}" for f in report.failed())
+            if text != said:
+                self.say(f"waiting to resubmit: a node check fails: {text}")
+                said = text
+            if time.monotonic() > deadline:
+                return False, self._end(RunStatus.GAVE_UP, f"gave up after {self.capacity_wait:g}s of failing node checks: {text}")
+            if runs.load(self.run_id).stopped_by_user:
+                return False, self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
+            self.sleep(run.poll)
 
     def _wait_capacity(self, run: Run) -> bool:
         deadline = time.monotonic() + self.capacity_wait

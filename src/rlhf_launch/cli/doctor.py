@@ -1,0 +1,61 @@
+"""`rlhf-launch doctor CONFIG`: is every node of the cluster ready for this run?"""
+
+from __future__ import annotations
+
+import typer
+
+from rlhf_launch.cli import options, output
+
+
+def command(
+    config: str = options.CONFIG,
+    overrides: list[str] | None = options.OVERRIDES,
+    openrlhf_version: str | None = options.VERSION,
+    address: str | None = options.ADDRESS,
+    token_file: str | None = options.TOKEN_FILE,
+    deep: bool = typer.Option(
+        False, "--deep", help="also import each package in a fresh interpreter on every node (catches builds against another torch)"
+    ),
+    skip_check: str = options.SKIP_CHECK,
+    as_json: bool = options.JSON,
+) -> None:
+    """Check every alive node for a run: software against the release's pins and the other
+    nodes, models, datasets, /dev/shm, ulimits, NCCL interfaces, addresses, host RAM, GPU
+    memory, free space and shared storage at ckpt_path. Exit 0: nothing blocks the run
+    (warnings allowed); 1: a check failed; 2: a usage or config error.
+
+    Checks: software, models, data, shm, limits, network, memory, gpu, disk, shared, checkpoints.
+
+    Examples:
+
+      rlhf-launch doctor llama70b-4node
+
+      rlhf-launch doctor my.yaml --address http://head:8265 --deep
+
+      rlhf-launch doctor my.yaml --json --skip-check gpu
+    """
+    from rlhf_launch import doctor
+    from rlhf_launch.cli import report
+    from rlhf_launch.cluster import snapshot
+    from rlhf_launch.core.launch import from_config
+
+    skip = doctor.parse_skip(skip_check)
+    launch = from_config(config, overrides or [], openrlhf_version)
+    cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
+    snap = snapshot.read(cluster.dashboard, memory=False)
+    result = doctor.on_cluster(launch, cluster.jobs, snap, deep=deep, skip=skip)
+    picture = _picture(launch, doctor.free_nodes(snap.nodes))
+    if as_json:
+        output.echo_json({**result.as_json(), "config_ok": launch.ok, "placement": picture})
+    else:
+        output.echo(report.doctor_text(result, picture))
+    if not result.ok:
+        output.exit_with(output.FAILED)
+
+
+def _picture(launch: object, nodes: list[object]) -> list[str]:
+    try:
+        from rlhf_launch.core import picture
+    except ImportError:
+        return []
+    return list(picture.draw(launch.plan, nodes))  # type: ignore[attr-defined, arg-type]
