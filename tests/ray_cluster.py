@@ -65,8 +65,20 @@ def env_for_cluster(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class LocalCluster:
-    def __init__(self, workdir: Path, workers: int = 3, gpus: int = 8, cpus: int = 8, extra_up: list[str] | None = None):
-        """extra_up: launcher options given to `up` and every `join` (e.g. --ib-hca)."""
+    def __init__(
+        self,
+        workdir: Path,
+        workers: int = 3,
+        gpus: int = 8,
+        cpus: int = 8,
+        extra_up: list[str] | None = None,
+        head_env: dict[str, str] | None = None,
+        worker_env: list[dict[str, str]] | None = None,
+    ):
+        """extra_up: launcher options given to `up` and every `join` (e.g. --ib-hca).
+        head_env / worker_env: each node's own environment (worker_env[i] for worker i)."""
+        self.head_env = head_env or {}
+        self.worker_env = worker_env or []
         self.workdir = workdir
         self.workers = workers
         self.gpus, self.cpus = gpus, cpus
@@ -98,14 +110,14 @@ class LocalCluster:
             str(free_port()),
         ]
 
-    def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
+    def _spawn(self, args: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         out = open(self.workdir / log, "w")
         err = open(self.workdir / log.replace(".log", ".ray.log"), "w")
         proc = subprocess.Popen(
             [sys.executable, "-m", "rlhf_launch", *args],
             stdout=out,
             stderr=err,
-            env=self.env,
+            env={**self.env, **(env or {})},
             start_new_session=True,
         )
         self.procs.append(proc)
@@ -137,14 +149,16 @@ class LocalCluster:
             str(free_port()),
             *self._node_ports(),
         ]
-        proc = self._spawn(head, "head.log")
+        proc = self._spawn(head, "head.log", self.head_env)
         self._wait(lambda: self.head_info() is not None, timeout, "head", proc)
         for i in range(self.workers):  # one at a time, as people join nodes (and 2 cores cope)
             self.add_worker()
             self.wait_nodes(2 + i, timeout)
         return self
 
-    def add_worker(self, gpus: int | None = None) -> subprocess.Popen:
+    def add_worker(self, gpus: int | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """env: this node's own environment on top of the cluster's (PYTHONPATH, HF_HOME, ...),
+        as a real node of another image or another user differs."""
         index = len(self.worker_procs)
         args = [
             "join",
@@ -166,7 +180,9 @@ class LocalCluster:
             "--",
             *self._node_ports(),
         ]
-        proc = self._spawn(args, f"worker{index}.log")
+        proc = self._spawn(
+            args, f"worker{index}.log", (self.worker_env[index] if index < len(self.worker_env) else None) if env is None else env
+        )
         self.worker_procs.append(proc)
         return proc
 

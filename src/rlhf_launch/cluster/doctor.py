@@ -34,12 +34,18 @@ def by_probe_job(jobs: Jobs, spec: dict[str, Any], deadline: float = DEADLINE) -
     return dict(ran.result["nodes"])
 
 
+def probe_code() -> dict[str, Any]:
+    """The probe's source as it is shipped (its `uses` prepended), executed here: the functions
+    a probe job would run, for a driver of its own (and the tests)."""
+    namespace: dict[str, Any] = {"__name__": "rlhf_launch_doctor_probe"}
+    exec(compile(probe.source("doctor.py", USES), str(Path(__file__).parent / "probes" / "doctor.py"), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
 def in_driver(spec: dict[str, Any]) -> dict[str, Any]:
     """The same from a connected Ray driver. The probe's source is executed here once (it is
     standalone), so the agents run exactly the code a probe job would send."""
-    namespace: dict[str, Any] = {"__name__": "rlhf_launch_doctor_probe"}
-    exec(compile(probe.source("doctor.py", USES), str(Path(__file__).parent / "probes" / "doctor.py"), "exec"), namespace)  # noqa: S102
     try:
-        return dict(namespace["every_node"]({**spec, "version": agent_version()}, agent_version(), float(spec.get("timeout", 30))))
+        return dict(probe_code()["every_node"]({**spec, "version": agent_version()}, agent_version(), float(spec.get("timeout", 30))))
     except Exception as exc:  # noqa: BLE001 - ray's GetTimeoutError, ActorDiedError, ...
         raise ClusterTimeout(f"the doctor's look did not complete on every node ({type(exc).__name__}: {str(exc)[:200]})") from None

@@ -305,7 +305,7 @@ def _model_files(key: str, path: str, info: dict[str, Any], ctx: Context) -> lis
         )
     elif not info.get("weights") and info.get("config"):
         out.append(Result(Status.FAIL, f"{key}: {path} has no weights (*.safetensors / *.bin)", "the weights", "download the whole model"))
-    if not info.get("tokenizer") and key == "models.actor":
+    if not info.get("tokenizer") and key.startswith("models.actor"):
         out.append(
             Result(
                 Status.FAIL,
@@ -314,7 +314,7 @@ def _model_files(key: str, path: str, info: dict[str, Any], ctx: Context) -> lis
                 "copy the tokenizer files beside the weights",
             )
         )
-    if info.get("chat_template") is False and key == "models.actor":
+    if info.get("chat_template") is False and key.startswith("models.actor"):
         out.append(
             Result(
                 Status.FAIL,

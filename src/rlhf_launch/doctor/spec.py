@@ -75,7 +75,8 @@ def launch_shipped(launch: Launch) -> set[str]:
 
 
 def models(launch: Launch) -> dict[str, str]:
-    """Role -> the model the trainer loads (the reference model is the actor's)."""
+    """Roles -> the model the trainer loads for them (the reference model is the actor's; the
+    critic starts from the reward model unless it has its own)."""
     s, m = launch.settings, launch.cfg.models
     actor = (s.actor_model if s else None) or m.actor
     reward = (s.reward_model if s else None) or (None if m.remote_reward else m.reward)
@@ -83,7 +84,11 @@ def models(launch: Launch) -> dict[str, str]:
     out = {"actor": actor, "reward": reward if not (s and s.remote_reward) else None}
     if launch.plan.role("critic").enabled:
         out["critic"] = critic or out["reward"] or actor
-    return {role: value for role, value in out.items() if value}
+    roles: dict[str, list[str]] = {}
+    for role, value in out.items():
+        if value:
+            roles.setdefault(value, []).append(role)
+    return {"/".join(names): value for value, names in roles.items()}  # one look per model: "reward/critic"
 
 
 def datasets(launch: Launch) -> dict[str, str]:
