@@ -7,6 +7,7 @@ reference measured in the same run. Output: one line per figure, `name value uni
     python bench/run.py                    # everything (starts a local 4-node Ray cluster)
     python bench/run.py --only cli,preflight --reps 7
     python bench/run.py --only submit,auto_resume --reps 5
+    python bench/run.py --only doctor,doctor_cluster
 
 Figures and targets:
   help_vs_ray_help         rlhf-launch --help / ray --help                     <= 0.35
@@ -29,6 +30,14 @@ Figures and targets:
                            10 records (1.0 = linear)                          (context)
   diagnose_1gb_s           diagnose on a 1 GB synthetic driver log, failure at
                            the end / *_deep_s: its root cause ~100 MB before   <= 1 s
+  doctor_node_look_ms      one node's look (the probe's `facts`, on this machine) (context:
+                           every node looks at once, in its own agent)
+  doctor_{4,16,64}_nodes_ms  the launcher's part of doctor (spec, judging every check on
+                           every node, the report) on 4/16/64 simulated nodes, each
+                           answering this machine's facts; *_per_node_growth: time per
+                           node against 4 nodes (1.0 = flat per node)           <= ~1.5
+  doctor_4_node_cluster_s  `rlhf-launch doctor` on the local 4-node cluster, agents warm,
+                           end to end (CLI start, probe job, every node)         <= 5 s
 """
 
 from __future__ import annotations
@@ -453,22 +462,92 @@ def bench_diagnose(reps: int) -> None:
             say(name, statistics.median(samples), "s(target<=1)")
 
 
+def _doctor_launch(work: Path):
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.core.launch import prepare
+
+    standin = ROOT / "tests" / "standin"
+    return prepare(
+        load_config(
+            ROOT / "configs" / "tiny-1node.yaml",
+            [
+                f"models.actor={standin / 'models' / 'tiny-actor'}",
+                f"models.reward={standin / 'models' / 'tiny-rm'}",
+                f"data.prompt_dataset={standin / 'data' / 'prompts.jsonl'}",
+                f"checkpoint.ckpt_path={work / 'ckpt'}",
+                f"runtime_env.env_vars.PYTHONPATH={standin}",
+            ],
+        )
+    )
+
+
+def bench_doctor(reps: int) -> None:
+    """doctor's time per node: one node's look, and the launcher's part on 4 to 64 nodes."""
+    from rlhf_launch import doctor
+    from rlhf_launch.cluster.doctor import probe_code
+    from rlhf_launch.doctor import spec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        launch = _doctor_launch(Path(tmp))
+        facts_of = probe_code()["facts"]
+        request = spec.build(launch, nonce="bench", version="bench")
+        looks = []
+        for _ in range(max(5, reps)):
+            start = time.perf_counter()
+            facts = facts_of(request)
+            looks.append(time.perf_counter() - start)
+        say("doctor_node_look_ms", statistics.median(looks) * 1e3, "ms")
+        times = {}
+        for nodes in (4, 16, 64):
+            snap = _snapshot(nodes)
+            answer = {n.node_id: {"ip": n.ip, **facts} for n in snap.nodes}
+            free = doctor.free_nodes(snap.nodes)
+            samples = []
+            for _ in range(max(5, reps)):
+                start = time.perf_counter()
+                doctor.examine(launch, lambda _request, answer=answer: answer, nodes_free=free)
+                samples.append(time.perf_counter() - start)
+            times[nodes] = statistics.median(samples)
+            say(f"doctor_{nodes}_nodes_ms", times[nodes] * 1e3, "ms")
+        say("doctor_16_vs_4_per_node_growth", (times[16] / 16) / (times[4] / 4), "ratio(1=flat)")
+        say("doctor_64_vs_4_per_node_growth", (times[64] / 64) / (times[4] / 4), "ratio(1=flat)")
+
+
+def bench_doctor_cluster(cluster: _Cluster, reps: int, work: Path) -> None:
+    """`rlhf-launch doctor` on the 4-node cluster, end to end, once its agents are warm."""
+    launch_args = [
+        f"models.actor={ROOT / 'tests' / 'standin' / 'models' / 'tiny-actor'}",
+        f"models.reward={ROOT / 'tests' / 'standin' / 'models' / 'tiny-rm'}",
+        f"data.prompt_dataset={ROOT / 'tests' / 'standin' / 'data' / 'prompts.jsonl'}",
+        f"checkpoint.ckpt_path={work / 'doctor-ckpt'}",
+        f"runtime_env.env_vars.PYTHONPATH={ROOT / 'tests' / 'standin'}",
+    ]
+    argv = [str(BIN / "rlhf-launch"), "doctor", "tiny-1node", *launch_args, "--json"]
+    env = cluster.env(work / "doctor-home")
+    timed(argv, env)  # starts the agents
+    say("doctor_4_node_cluster_s", statistics.median(timed(argv, env) for _ in range(max(3, reps))), "s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
-    parser.add_argument("--only", default="cli,preflight,diagnose,runs,submit,stop,auto_resume", help="comma-separated parts")
+    parser.add_argument("--only", default="cli,preflight,doctor,diagnose,runs,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     if "cli" in parts:
         bench_cli(args.reps)
     if "preflight" in parts:
         bench_preflight(args.reps)
+    if "doctor" in parts:
+        bench_doctor(args.reps)
     if "diagnose" in parts:
         bench_diagnose(args.reps)
     if "runs" in parts:
         bench_runs(args.reps)
-    if parts & {"submit", "stop", "auto_resume"}:
+    if parts & {"submit", "stop", "auto_resume", "doctor_cluster"}:
         with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
+            if "doctor_cluster" in parts:
+                bench_doctor_cluster(cluster, args.reps, Path(tmp))
             if "submit" in parts:
                 bench_submit(cluster, max(5, args.reps), Path(tmp))
             if "stop" in parts:

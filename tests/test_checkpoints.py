@@ -57,3 +57,16 @@ def test_nodes_that_see_different_checkpoints_are_not_on_shared_storage():
     assert finding.level == "error" and finding.key == "checkpoint.ckpt_path"
     assert "10.0.0.1: latest global_step4" in finding.message and "10.0.0.2: latest none" in finding.message
     assert parse(split["b"]["listing"]).status == "none"
+
+
+def test_a_latest_older_than_the_newest_step_on_disk_is_flagged(tmp_path):
+    """A fresh run over another's steps leaves `latest` at its own step 5 beside step 40."""
+    from rlhf_launch.runs.checkpoints import state_findings
+
+    for step in (30, 40, 5):
+        (tmp_path / "_actor" / f"global_step{step}").mkdir(parents=True)
+    (tmp_path / "_actor" / "latest").write_text("global_step5")
+    [finding] = state_findings(read_local(tmp_path))
+    assert finding.level == "warning" and "global_step40 is on disk" in finding.message and "loads step 5" in finding.message
+    (tmp_path / "_actor" / "latest").write_text("global_step40")
+    assert state_findings(read_local(tmp_path)) == []

@@ -30,7 +30,20 @@ class Ticks(Exception):
     """Raised by the fake sleep after the given number of polls."""
 
 
-def supervise(jobs: FakeJobs, run_id: str, *, polls: int, on_tick=lambda n: None, left=(), gpus=64.0, monkeypatch=None):
+class Ready:
+    """A doctor report with nothing failing."""
+
+    ok = True
+
+    def failed(self):
+        return []
+
+
+def ready(_launch):
+    return Ready()
+
+
+def supervise(jobs: FakeJobs, run_id: str, *, polls: int, on_tick=lambda n: None, left=(), gpus=64.0, monkeypatch=None, node_checks=None):
     monkeypatch.setattr(supervisor.snapshot, "alive_gpus", lambda *a, **k: gpus)
     proofs = []
 
@@ -49,7 +62,9 @@ def supervise(jobs: FakeJobs, run_id: str, *, polls: int, on_tick=lambda n: None
 
     said: list[str] = []
     try:
-        final = supervisor.Supervisor(run_id, jobs, dashboard=None, sweeper=lambda r, j: [], say=said.append, sleep=sleep).run()
+        final = supervisor.Supervisor(
+            run_id, jobs, dashboard=None, sweeper=lambda r, j: [], say=said.append, sleep=sleep, node_checks=node_checks or ready
+        ).run()
     except Ticks:
         final = None
     return final, said, proofs
@@ -184,3 +199,50 @@ def test_the_same_failure_at_the_same_step_stops_the_retries(home, jobs, monkeyp
     final, said, _ = supervise(jobs, run.run_id, polls=100, on_tick=fail_at_step_7, monkeypatch=monkeypatch)
     assert final is RunStatus.FAILED and len(trainers(jobs)) == 2
     assert any("twice in a row at step 7" in line for line in said)
+
+
+class Failing:
+    """A doctor report whose shm check fails on one node."""
+
+    ok = False
+
+    def failed(self):
+        from rlhf_launch.doctor.checks import NodeFinding, Status
+
+        return [NodeFinding("shm", "127.0.0.3", Status.FAIL, "/dev/shm is 64.0 MiB", "at least 10 GiB")]
+
+
+def test_a_resubmission_waits_while_a_node_check_fails_saying_which(home, jobs, monkeypatch):
+    run = running_run(jobs)
+    jobs.set(run.current.job_id, JobStatus.FAILED, log=NODE_LOST.format(step=3))
+    looks = []
+
+    def node_checks(launch):
+        looks.append(launch.cfg.name)
+        return Failing() if len(looks) < 3 else Ready()
+
+    def tick(n):
+        second = jobmeta.attempt_job_id(run.run_id, 2)
+        if second in jobs.jobs:
+            jobs.set(second, JobStatus.SUCCEEDED)
+
+    final, said, _ = supervise(jobs, run.run_id, polls=50, on_tick=tick, monkeypatch=monkeypatch, node_checks=node_checks)
+    assert final is RunStatus.SUCCEEDED and len(looks) == 3
+    waiting = [line for line in said if line.startswith("waiting to resubmit")]
+    assert waiting == ["waiting to resubmit: a node check fails: shm on 127.0.0.3: /dev/shm is 64.0 MiB; wanted at least 10 GiB"]
+    assert trainers(jobs) == [run.attempts[0].job_id, jobmeta.attempt_job_id(run.run_id, 2)]
+
+
+def test_no_resubmission_once_another_run_claimed_the_checkpoint_directory(home, jobs, monkeypatch):
+    from rlhf_launch.runs import claim
+
+    run = running_run(jobs)
+    claim.acquire(jobs, run.ckpt_path, run.run_id)
+    jobs.set(run.current.job_id, JobStatus.FAILED, log=NODE_LOST.format(step=3))
+    jobs.jobs[claim.claim_job_id(run.ckpt_path, 2)] = jobs.jobs[claim.claim_job_id(run.ckpt_path, 1)].__class__(
+        claim.claim_job_id(run.ckpt_path, 2), JobStatus.SUCCEEDED, "true", {}, {"rlhf_launch_claim_run": "another-run"}, "", 0.0, None
+    )
+    final, said, _ = supervise(jobs, run.run_id, polls=20, monkeypatch=monkeypatch)
+    assert final is RunStatus.FAILED
+    assert any("was claimed by run another-run" in line for line in said)
+    assert trainers(jobs) == [run.attempts[0].job_id]

@@ -9,7 +9,9 @@ looks at and the function that judges one node, given every node's facts.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,9 +92,37 @@ class Context:
     nodes: tuple[Node, ...]
     host_need: dict[str, float] = field(default_factory=dict)  # node_id -> host GiB the placement puts there
 
-    @property
+    @functools.cached_property
     def answering(self) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.answered)
+
+    @functools.cached_property
+    def hosts(self) -> int:
+        """How many machines the answering nodes are on."""
+        return len({n.facts.get("host") for n in self.answering})
+
+    @functools.cached_property
+    def versions(self) -> dict[str, Counter[str]]:
+        """Package (and "python", as major.minor) -> how many answering nodes have each version."""
+        out: dict[str, Counter[str]] = {}
+        for node in self.answering:
+            for name, info in (node.facts.get("packages") or {}).items():
+                if (info or {}).get("version"):
+                    out.setdefault(name, Counter())[_canonical(info["version"])] += 1
+            out.setdefault("python", Counter())[_minor(node.facts.get("python"))] += 1
+        return out
+
+    def odd_one(self, name: str, version: str) -> str | None:
+        """The version most nodes have, when `version` is not it (on a tie, every node is odd)."""
+        counts = self.versions.get(name) or Counter()
+        if len(counts) < 2:
+            return None
+        top = counts.most_common()
+        tie = len(top) > 1 and top[0][1] == top[1][1]
+        mine = counts.get(version, 0)
+        if tie or mine < top[0][1]:
+            return next(v for v, _ in top if v != version)
+        return None
 
 
 Judge = Callable[[Node, Context], list[Result]]
@@ -115,6 +145,15 @@ def _version(text: str | None) -> Version | None:
         return Version(text) if text else None
     except InvalidVersion:
         return None
+
+
+def _canonical(text: str) -> str:
+    version = _version(text)
+    return str(version) if version is not None else text
+
+
+def _minor(text: Any) -> str:
+    return ".".join(str(text or "?").split(".")[:2])
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -174,31 +213,26 @@ def software(node: Node, ctx: Context) -> list[Result]:
                         Status.WARN, f"{name} {version} (openrlhf {need.openrlhf} pins {wanted})", wanted, f"pip install '{name}=={wanted}'"
                     )
                 )
-    python = facts.get("python", "")
-    for other in ctx.answering:
-        if other.node_id == node.node_id:
-            continue
-        if python.rsplit(".", 1)[0] != str(other.facts.get("python", "")).rsplit(".", 1)[0]:
-            out.append(
-                Result(
-                    Status.FAIL,
-                    f"Python {python}, but {other.name} has {other.facts.get('python')}",
-                    "the same Python on every node",
-                    "use one image on every node",
-                )
+    python = _minor(facts.get("python"))
+    other_python = ctx.odd_one("python", python)
+    if other_python is not None:
+        out.append(
+            Result(
+                Status.FAIL,
+                f"Python {facts.get('python')}, but other nodes have {other_python}",
+                f"Python {other_python}",
+                "use one image on every node",
             )
-            break
-    for name in (*need.packages, "ray"):
+        )
+    for name in dict.fromkeys((*need.packages, "ray")):
         mine = (packages.get(name) or {}).get("version")
-        others = {o.name: (o.facts.get("packages", {}).get(name) or {}).get("version") for o in ctx.answering if o.node_id != node.node_id}
-        differ = {k: v for k, v in others.items() if v and mine and not _same(v, mine)}
-        if differ and mine and _majority_differs(name, mine, ctx):
-            shown = ", ".join(f"{k} has {v}" for k, v in sorted(differ.items())[:3])
+        majority = ctx.odd_one(name, _canonical(mine)) if mine else None
+        if majority is not None:
             out.append(
                 Result(
                     Status.FAIL,
-                    f"{name} {mine}, but {shown}",
-                    f"{name} {_majority(name, ctx)} as on the other nodes",
+                    f"{name} {mine}, but other nodes have {majority}",
+                    f"{name} {majority} as on the other nodes",
                     "use one image on every node",
                 )
             )
@@ -214,23 +248,6 @@ def software(node: Node, ctx: Context) -> list[Result]:
                 )
             )
     return out or _ok()
-
-
-def _versions(name: str, ctx: Context) -> list[str]:
-    return [v for v in ((n.facts.get("packages", {}).get(name) or {}).get("version") for n in ctx.answering) if v]
-
-
-def _majority(name: str, ctx: Context) -> str:
-    versions = _versions(name, ctx)
-    return max(sorted(set(versions)), key=versions.count) if versions else "?"
-
-
-def _majority_differs(name: str, mine: str, ctx: Context) -> bool:
-    """Blame the nodes that differ from the most common version (on a tie, every node)."""
-    versions = _versions(name, ctx)
-    counts = {v: versions.count(v) for v in set(versions)}
-    top = max(counts.values())
-    return counts.get(mine, 0) < top or list(counts.values()).count(top) > 1
 
 
 # ---------------------------------------------------------------- models and data
@@ -499,12 +516,11 @@ def network(node: Node, ctx: Context) -> list[Result]:
                     f"set NCCL_IB_HCA to one of {', '.join(devices)}",
                 )
             )
-    hosts = {n.facts.get("host") for n in ctx.answering}
-    if len(hosts) > 1 and _unroutable(node.ip):
+    if ctx.hosts > 1 and _unroutable(node.ip):
         out.append(
             Result(
                 Status.FAIL,
-                f"the node advertises {node.ip}, which other machines cannot reach ({len(hosts)} machines in this cluster)",
+                f"the node advertises {node.ip}, which other machines cannot reach ({ctx.hosts} machines in this cluster)",
                 "an address of a real interface",
                 "start it with --node-ip-address ADDRESS (in Docker: --network host)",
             )

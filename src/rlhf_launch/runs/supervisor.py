@@ -83,6 +83,8 @@ class Supervisor:
     # How the nodes are looked at before a resubmission (spec -> {node_id: facts}); None: a
     # probe job. The supervisor job passes cluster.doctor.in_driver (it is a Ray driver).
     doctor_look: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The node checks themselves (launch -> doctor Report); None: doctor.examine with doctor_look.
+    node_checks: Callable[[Any], Any] | None = None
     clock: Callable[[], float] = time.time
     _short: int = 0
     _last: tuple[Any, ...] = ()
@@ -398,13 +400,18 @@ class Supervisor:
         from rlhf_launch.cluster import doctor as node_probe
 
         look = self.doctor_look or (lambda request: node_probe.by_probe_job(self.jobs, request))
+
+        def examine(launch: Any) -> Any:
+            nodes = snapshot.read(self.dashboard, memory=False).nodes
+            return doctor.examine(launch, look, skip=DOCTOR_SKIP, nodes_free=doctor.free_nodes(nodes))
+
+        check = self.node_checks or examine
         launch = lifecycle.launch_for(run, load_checkpoint=True)
         deadline = time.monotonic() + self.capacity_wait
         said = ""
         while True:
             try:
-                nodes = snapshot.read(self.dashboard, memory=False).nodes
-                report = doctor.examine(launch, look, skip=DOCTOR_SKIP, nodes_free=doctor.free_nodes(nodes))
+                report = check(launch)
             except ClusterError as exc:
                 self.say(f"the nodes' checks did not complete ({exc.message}); the next look decides")
                 return False, None
