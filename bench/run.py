@@ -531,7 +531,9 @@ def bench_doctor_cluster(cluster: _Cluster, reps: int, work: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
-    parser.add_argument("--only", default="cli,preflight,doctor,diagnose,runs,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts")
+    parser.add_argument(
+        "--only", default="cli,preflight,doctor,diagnose,runs,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts"
+    )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     if "cli" in parts:
