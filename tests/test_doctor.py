@@ -270,3 +270,16 @@ def test_the_node_environment_is_the_trainers(tmp_path, monkeypatch):
     env = PROBE["effective_env"]({"PYTHONPATH": "/x:${RLHF_TEST_BASE}", "HF_HOME": "/hf"})
     assert env["PYTHONPATH"] == "/x:/base" and env["HF_HOME"] == "/hf"
     assert os.environ.get("HF_HOME") != "/hf"
+
+
+def test_a_cpu_only_head_is_not_asked_for_models_or_gpus(tmp_path):
+    launch = launch_of(tmp_path)
+    facts = local_facts(launch)
+    head = copy.deepcopy(facts)
+    head["models"]["actor"] = {"kind": "local", "path": "/nowhere", "exists": False}
+    head["gpu"] = {"reported": False, "why": "no nvidia-smi on this node"}
+    nodes = [Node("h" * 32, "10.0.0.1", head, gpus=0.0), Node("w" * 32, "10.0.0.2", facts, gpus=8.0)]
+    report = checks.judge(spec.needs(launch), nodes)
+    assert report.cells[("models", "h" * 32)] is Status.NA and report.cells[("gpu", "h" * 32)] is Status.NA
+    assert report.cells[("software", "h" * 32)] is not Status.NA  # the driver runs openrlhf there
+    assert report.ok

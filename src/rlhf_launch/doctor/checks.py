@@ -76,6 +76,7 @@ class Node:
     node_id: str
     ip: str
     facts: dict[str, Any]
+    gpus: float | None = None  # as Ray reports them; None: not known (judged as a GPU node)
 
     @property
     def name(self) -> str:
@@ -133,7 +134,7 @@ class Check:
     name: str
     looks_at: str
     judge: Judge
-    deep_only: bool = False
+    gpu_nodes_only: bool = False  # n/a on a node without GPUs (a CPU-only head runs the driver, no rank)
 
 
 def _ok() -> list[Result]:
@@ -709,9 +710,10 @@ CHECKS: tuple[Check, ...] = (
         "models",
         "every model directory (config, every shard the index names, tokenizer, chat template) or the hub id in the node's HF cache",
         models,
+        gpu_nodes_only=True,
     ),
-    Check("data", "the prompt and eval datasets (records have input_key and label_key), reward files", data),
-    Check("shm", "/dev/shm size", shm),
+    Check("data", "the prompt and eval datasets (records have input_key and label_key), reward files", data, gpu_nodes_only=True),
+    Check("shm", "/dev/shm size", shm, gpu_nodes_only=True),
     Check("limits", "ulimit -n and -u", limits),
     Check(
         "network",
@@ -719,9 +721,9 @@ CHECKS: tuple[Check, ...] = (
         network,
     ),
     Check("memory", "host RAM against what the plan puts on the node", memory),
-    Check("gpu", "GPU memory (nvidia-smi) against the plan", gpu),
-    Check("disk", "write access and free space at ckpt_path against the checkpoint budget", disk),
-    Check("shared", "ckpt_path is the same storage on every node (a file round trip), for multi-node runs", shared),
+    Check("gpu", "GPU memory (nvidia-smi) against the plan", gpu, gpu_nodes_only=True),
+    Check("disk", "write access and free space at ckpt_path against the checkpoint budget", disk, gpu_nodes_only=True),
+    Check("shared", "ckpt_path is the same storage on every node (a file round trip), for multi-node runs", shared, gpu_nodes_only=True),
     Check("checkpoints", "checkpoints already at ckpt_path", checkpoints),
 )
 NAMES = tuple(c.name for c in CHECKS)
@@ -785,6 +787,9 @@ def judge(
         for node in nodes:
             if not node.answered:
                 cells[(check.name, node.node_id)] = Status.FAIL
+                continue
+            if check.gpu_nodes_only and node.gpus == 0:
+                cells[(check.name, node.node_id)] = Status.NA
                 continue
             results = check.judge(node, ctx)
             worst = max((r.status for r in results), key=_rank)
