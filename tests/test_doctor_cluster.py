@@ -128,6 +128,15 @@ def test_a_missing_shard_and_an_interface_no_node_has(mixed, tmp_path):
     assert "software" not in data["checks"] and data["skipped"] == ["software"]
 
 
+def test_a_checkpoint_budget_over_the_free_disk(mixed, tmp_path):
+    """A 100,000B-parameter actor (storage counts models.params_billion): petabytes per save."""
+    code, data = doctor(mixed, *mixed_overrides(tmp_path, "models.params_billion=100000"), extra=("--skip-check", "software,models"))
+    assert code == 1
+    [disk] = failed(data, "disk")
+    assert "but the checkpoints need" in disk["found"] and disk["wanted"].endswith("TiB"), disk
+    assert disk["node"].startswith("4 nodes")
+
+
 def test_submit_refuses_what_doctor_fails_naming_the_node(mixed, tmp_path):
     done = run_cli("submit", "tiny-1node", *mixed_overrides(tmp_path), env=env_of(mixed), timeout=120)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]

@@ -38,24 +38,17 @@ def command(
     from rlhf_launch.cli import report
     from rlhf_launch.cluster import snapshot
     from rlhf_launch.core.launch import from_config
+    from rlhf_launch.core.picture import draw
 
     skip = doctor.parse_skip(skip_check)
     launch = from_config(config, overrides or [], openrlhf_version)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
     snap = snapshot.read(cluster.dashboard, memory=False)
     result = doctor.on_cluster(launch, cluster.jobs, snap, deep=deep, skip=skip)
-    picture = _picture(launch, doctor.free_nodes(snap.nodes))
+    picture = draw(launch.plan, doctor.free_nodes(snap.nodes))
     if as_json:
         output.echo_json({**result.as_json(), "config_ok": launch.ok, "placement": picture})
     else:
         output.echo(report.doctor_text(result, picture))
     if not result.ok:
         output.exit_with(output.FAILED)
-
-
-def _picture(launch: object, nodes: list[object]) -> list[str]:
-    try:
-        from rlhf_launch.core import picture
-    except ImportError:
-        return []
-    return list(picture.draw(launch.plan, nodes))  # type: ignore[attr-defined, arg-type]

@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from rlhf_launch.core import picture
 from rlhf_launch.core.findings import Finding
 
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
@@ -105,8 +106,11 @@ def plan_text(launch: Launch) -> str:
         f"  colocation:  {colocate}",
         "",
     ]
+    lines += picture.draw(plan) + [""]
     if launch.memory is not None and launch.memory.roles:
         lines += memory_text(launch.memory) + [""]
+    if launch.storage is not None:
+        lines += launch.storage.lines() + [""]
     lines += findings_text(launch.findings)
     lines += ["", "command:" if launch.ok else "command (not runnable until the errors above are fixed):"]
     lines += ["  " + line for line in pretty_command(launch).splitlines()]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rlhf_launch.core import command, presets, rules, shipped
+from rlhf_launch.core import command, presets, rules, shipped, storage
 from rlhf_launch.core import flags as flag_render
 from rlhf_launch.core import settings as trainer_settings
 from rlhf_launch.core.config import LaunchConfig, load_config
@@ -15,6 +15,7 @@ from rlhf_launch.core.memory import MemoryReport, estimate
 from rlhf_launch.core.plan import Plan, TrainerExtras, build_plan
 from rlhf_launch.core.secrets import wandb_key
 from rlhf_launch.core.settings import Settings
+from rlhf_launch.core.storage import StorageBudget
 from rlhf_launch.openrlhf.flagset import FlagSet, for_version
 
 
@@ -28,6 +29,7 @@ class Launch:
     findings: list[Finding]
     memory: MemoryReport | None = None
     settings: Settings | None = None  # what the trainer runs with, after OpenRLHF's own corrections
+    storage: StorageBudget | None = None  # free space checkpoint.ckpt_path needs
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,8 @@ class Launch:
         if self.memory is not None:
             out["memory"] = self.memory.as_json()
             out["host_gib_per_node"] = {k: round(v, 1) for k, v in self.memory.host_per_node.items()}
+        if self.storage is not None:
+            out["storage"] = self.storage.as_json()
         return out
 
 
@@ -113,7 +117,7 @@ def prepare(
         *memory.findings,
     ]
     spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None, working_dir=files.working_dir)
-    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, settings)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, settings, storage=storage.budget(cfg, plan))
 
 
 def extras(settings: Settings) -> TrainerExtras:
