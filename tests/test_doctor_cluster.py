@@ -129,8 +129,8 @@ def test_a_missing_shard_and_an_interface_no_node_has(mixed, tmp_path):
 
 
 def test_a_checkpoint_budget_over_the_free_disk(mixed, tmp_path):
-    """A 100,000B-parameter actor (storage counts models.params_billion): petabytes per save."""
-    code, data = doctor(mixed, *mixed_overrides(tmp_path, "models.params_billion=100000"), extra=("--skip-check", "software,models"))
+    """A 70B critic: 0.9 TiB per save x max_num 3, on a test disk of tens of GiB."""
+    code, data = doctor(mixed, *mixed_overrides(tmp_path, "models.critic=meta-llama/Llama-2-70b-hf"), extra=("--skip-check", "software,models"))
     assert code == 1
     [disk] = failed(data, "disk")
     assert "but the checkpoints need" in disk["found"] and disk["wanted"].endswith("TiB"), disk
