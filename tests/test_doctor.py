@@ -283,3 +283,47 @@ def test_a_cpu_only_head_is_not_asked_for_models_or_gpus(tmp_path):
     assert report.cells[("models", "h" * 32)] is Status.NA and report.cells[("gpu", "h" * 32)] is Status.NA
     assert report.cells[("software", "h" * 32)] is not Status.NA  # the driver runs openrlhf there
     assert report.ok
+
+
+def test_bare_hub_ids_and_dataset_folders_are_read_as_the_trainer_reads_them(tmp_path):
+    saved = tmp_path / "saved"  # what datasets' save_to_disk writes
+    saved.mkdir()
+    (saved / "dataset_info.json").write_text(json.dumps({"features": {}}))
+    (saved / "state.json").write_text(json.dumps({"_fingerprint": "x"}))
+    (saved / "data-00000-of-00001.arrow").write_bytes(b"ARROW1")
+    launch = launch_of(tmp_path, "models.actor=gpt2", f"data.prompt_dataset={saved}")
+    facts = local_facts(launch)
+    assert facts["models"]["actor"]["kind"] == "hub"  # `gpt2` has no slash: still a hub id
+    report = judge(launch, facts)
+    assert not failing(report, "data") and not failing(report, "models")
+
+
+def test_a_local_build_of_the_release_is_not_another_release(tmp_path):
+    launch = launch_of(tmp_path)
+    facts = local_facts(launch)
+    facts["packages"]["openrlhf"] = {"version": "0.11.2+cu128", "module": True}
+    assert not failing(judge(launch, facts), "software")
+    facts["packages"]["openrlhf"] = {"version": "0.11.1", "module": True}
+    assert failing(judge(launch, facts), "software")
+
+
+def test_a_private_172_address_is_no_failure(tmp_path):
+    launch = launch_of(tmp_path)
+    a, b = local_facts(launch), local_facts(launch)
+    b["host"] = "another-machine"
+    nodes = [Node("a" * 32, "172.17.0.5", a), Node("b" * 32, "172.17.0.6", b)]
+    assert not failing(checks.judge(spec.needs(launch), nodes), "network")
+
+
+def test_examine_takes_the_gpus_of_each_node_from_the_snapshot(tmp_path):
+    from rlhf_launch.core.placement import NodeFree
+    from rlhf_launch.doctor import examine
+
+    launch = launch_of(tmp_path)
+    facts = local_facts(launch)
+    head = copy.deepcopy(facts)
+    head["models"]["actor"] = {"kind": "local", "path": "/nowhere", "exists": False}
+    answer = {"h" * 32: {"ip": "10.0.0.1", **head}, "w" * 32: {"ip": "10.0.0.2", **facts}}
+    free = [NodeFree("h" * 32, "10.0.0.1", 0.0, 16.0), NodeFree("w" * 32, "10.0.0.2", 8.0, 16.0)]
+    report = examine(launch, lambda _request: answer, nodes_free=free)
+    assert report.ok and report.cells[("models", "h" * 32)] is Status.NA

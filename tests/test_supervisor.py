@@ -239,9 +239,7 @@ def test_no_resubmission_once_another_run_claimed_the_checkpoint_directory(home,
     run = running_run(jobs)
     claim.acquire(jobs, run.ckpt_path, run.run_id)
     jobs.set(run.current.job_id, JobStatus.FAILED, log=NODE_LOST.format(step=3))
-    jobs.jobs[claim.claim_job_id(run.ckpt_path, 2)] = jobs.jobs[claim.claim_job_id(run.ckpt_path, 1)].__class__(
-        claim.claim_job_id(run.ckpt_path, 2), JobStatus.SUCCEEDED, "true", {}, {"rlhf_launch_claim_run": "another-run"}, "", 0.0, None
-    )
+    claim.acquire(jobs, run.ckpt_path, "another-run")  # the failed run is not live: another run took the path
     final, said, _ = supervise(jobs, run.run_id, polls=20, monkeypatch=monkeypatch)
     assert final is RunStatus.FAILED
     assert any("was claimed by run another-run" in line for line in said)

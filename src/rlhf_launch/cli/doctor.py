@@ -42,6 +42,8 @@ def command(
 
     skip = doctor.parse_skip(skip_check)
     launch = from_config(config, overrides or [], openrlhf_version)
+    if not launch.ok:  # a config error: nothing to look for on the nodes yet
+        output.show_launch(launch, as_json)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
     snap = snapshot.read(cluster.dashboard, memory=False)
     result = doctor.on_cluster(launch, cluster.jobs, snap, deep=deep, skip=skip)

@@ -38,8 +38,10 @@ def examine(launch: Launch, look: Look, *, deep: bool = False, skip: tuple[str, 
     started = time.monotonic()
     request = spec.build(launch, nonce=uuid.uuid4().hex[:12], version="", deep=deep)
     facts = look(request)
+    gpus = {n.node_id: n.gpus for n in nodes_free or []}
     nodes = [
-        Node(node_id, str(entry.get("ip", "")), entry) for node_id, entry in sorted(facts.items(), key=lambda kv: str(kv[1].get("ip", "")))
+        Node(node_id, str(entry.get("ip", "")), entry, gpus.get(node_id))
+        for node_id, entry in sorted(facts.items(), key=lambda kv: str(kv[1].get("ip", "")))
     ]
     host_need = host_on(launch.memory, launch.plan, nodes_free) if launch.memory is not None and nodes_free else {}
     report = checks.judge(spec.needs(launch), nodes, host_need=host_need, skip=skip, seconds=time.monotonic() - started)

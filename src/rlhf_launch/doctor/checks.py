@@ -157,6 +157,12 @@ def _minor(text: Any) -> str:
     return ".".join(str(text or "?").split(".")[:2])
 
 
+def _same_release(installed: str, wanted: str) -> bool:
+    """`0.11.2+cu128`, `0.11.2.dev3`: a local or development build of the same release."""
+    a, b = _version(installed), _version(wanted)
+    return a is not None and b is not None and a.release == b.release and a.post == b.post
+
+
 def _same(a: str | None, b: str | None) -> bool:
     va, vb = _version(a), _version(b)
     return va == vb if va is not None and vb is not None else a == b
@@ -199,7 +205,9 @@ def software(node: Node, ctx: Context) -> list[Result]:
             continue
         wanted = wanted_of(name, need)
         if wanted and not _same(version, wanted):
-            if name == "openrlhf":
+            if name == "openrlhf" and _same_release(version, wanted):
+                out.append(Result(Status.WARN, f"openrlhf {version}, a build of {wanted} (flags rendered for {wanted})", wanted, ""))
+            elif name == "openrlhf":
                 out.append(
                     Result(
                         Status.FAIL,
@@ -517,6 +525,15 @@ def network(node: Node, ctx: Context) -> list[Result]:
                     f"set NCCL_IB_HCA to one of {', '.join(devices)}",
                 )
             )
+    if ctx.hosts > 1 and _bridge(node.ip) and "docker0" in names:
+        out.append(
+            Result(
+                Status.WARN,
+                f"the node advertises {node.ip}, in the range of Docker's default bridge, and has docker0: other machines may not reach it",
+                "the address of a real interface",
+                "start it with --node-ip-address ADDRESS (in Docker: --network host)",
+            )
+        )
     if ctx.hosts > 1 and _unroutable(node.ip):
         out.append(
             Result(
@@ -534,7 +551,14 @@ def _unroutable(ip: str) -> bool:
         address = ipaddress.ip_address(ip)
     except ValueError:
         return False
-    return address.is_loopback or address in ipaddress.ip_network("172.17.0.0/16")
+    return address.is_loopback
+
+
+def _bridge(ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network("172.17.0.0/16")
+    except ValueError:
+        return False
 
 
 def memory(node: Node, ctx: Context) -> list[Result]:
@@ -668,7 +692,10 @@ def shared(node: Node, ctx: Context) -> list[Result]:
             )
         ]
     sees = set(found.get("sees") or [])
-    missing = [n.name for n in ctx.answering if n.node_id not in sees and n.node_id != node.node_id]
+    written = set(found.get("written") or [n.node_id for n in ctx.answering])
+    missing = [
+        n.name for n in ctx.answering if n.node_id in written and n.node_id not in sees and n.node_id != node.node_id and n.gpus != 0
+    ]
     if missing:
         return [
             Result(

@@ -79,12 +79,9 @@ def submit(
     if not live.ok:
         return Submitted(launch, live)
     path = launch.cfg.checkpoint.ckpt_path
-    held = claim.current(cluster.jobs, path)
-    if held is not None and claim.run_live(cluster.jobs, held.run_id, held.created):
-        raise claim.CheckpointClaimed(
-            f"checkpoint.ckpt_path {path} is in use by run {held.run_id} (still live on the cluster)",
-            hint=f"choose another checkpoint.ckpt_path, or follow that run: rlhf-launch watch {held.run_id}",
-        )
+    found = claim.scan(cluster.jobs, path)
+    claim.refuse_if_in_use(found, path, run_id="")  # before the node checks: it costs one read
+    held = found.newest
     report = doctor.on_cluster(launch, cluster.jobs, live.snapshot, skip=(*skip_checks, "checkpoints"))
     live.findings += doctor.skipped_findings(skip_checks) + report.as_findings()
     if not report.ok:
@@ -122,6 +119,13 @@ def submit(
             f"run {record.run_id} is recorded, but the cluster did not confirm its first attempt: {exc.message}",
             hint=f"`rlhf-launch runs` shows whether {record.run_id}-1 reached the cluster; `rlhf-launch stop {record.run_id}` ends it",
         ) from None
+    if not claim.holds(cluster.jobs, path, record.run_id):  # lost between the claim and the attempt (a long upload)
+        cluster.jobs.stop(attempt.job_id)
+        raise claim.CheckpointClaimed(
+            f"run {record.run_id}: another run claimed checkpoint.ckpt_path {path} before its first attempt started; "
+            f"the attempt {attempt.job_id} was stopped",
+            hint=f"rlhf-launch stop {record.run_id} proves it gone; choose another checkpoint.ckpt_path",
+        )
     try:
         job: str | None = supervisor.start(runs.load(record.run_id), cluster.jobs)  # progress, stalls, diagnosis; resumes
     except (ClusterError, UserError) as exc:

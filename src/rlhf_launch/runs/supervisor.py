@@ -425,9 +425,18 @@ class Supervisor:
                 said = text
             if time.monotonic() > deadline:
                 return False, self._end(RunStatus.GAVE_UP, f"gave up after {self.capacity_wait:g}s of failing node checks: {text}")
-            if runs.load(self.run_id).stopped_by_user:
+            if self._stopped(run):
                 return False, self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
             self.sleep(run.poll)
+
+    def _stopped(self, run: Run) -> bool:
+        """Stopped by a user, here or from any machine (the stop marker on the cluster)."""
+        if runs.load(self.run_id).stopped_by_user:
+            return True
+        try:
+            return lifecycle.stopped_on_cluster(self.jobs, run)
+        except ClusterError:
+            return False  # unknown: the next look decides
 
     def _wait_capacity(self, run: Run) -> bool:
         deadline = time.monotonic() + self.capacity_wait
@@ -443,7 +452,7 @@ class Supervisor:
             if not told and have >= 0:
                 self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g})")
                 told = True
-            if time.monotonic() > deadline or runs.load(self.run_id).stopped_by_user:
+            if time.monotonic() > deadline or self._stopped(run):
                 return False
             self.sleep(run.poll)
 

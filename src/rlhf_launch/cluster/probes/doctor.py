@@ -34,7 +34,14 @@ PACKAGES = ("openrlhf", "vllm", "deepspeed", "transformers", "flash-attn", "torc
 MODULES = {"openrlhf": "openrlhf", "vllm": "vllm", "deepspeed": "deepspeed", "transformers": "transformers", "flash-attn": "flash_attn"}
 MODULES.update({"torch": "torch", "ray": "ray"})
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
-FIRST_RECORD_BYTES = 1 << 20  # a record longer than this is not read whole
+FIRST_RECORD_BYTES = 1 << 20
+METADATA_FILES = (
+    "dataset_info.json",
+    "state.json",
+    "dataset_dict.json",
+    "dataset_infos.json",
+    "config.json",
+)  # a record longer than this is not read whole
 
 
 def effective_env(overlay: dict[str, str]) -> dict[str, str]:
@@ -98,9 +105,14 @@ def deep_imports(env: dict[str, str], names: list[str], timeout: float) -> dict[
     return out
 
 
+def offline(env: dict[str, str]) -> bool:
+    return str(env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def hub_cache(env: dict[str, str]) -> str:
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
+        if env.get(name):
+            return env[name]
     home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
     return os.path.join(home, "hub")
 
@@ -138,15 +150,21 @@ def model(value: str, env: dict[str, str], want_template: bool) -> dict[str, Any
     """A model as the trainer resolves it: a local directory if the path exists, else a hub
     id, found in this node's HF cache or not."""
     expanded = os.path.expanduser(value)
-    local_form = value.startswith(("/", "./", "../", "~")) or value.count("/") != 1
+    local_form = value.startswith(("/", "./", "../", "~")) or value.count("/") > 1  # `gpt2`, `org/name`: hub ids
     if os.path.isdir(expanded) or local_form:
         return {"kind": "local", "path": expanded, **model_dir(expanded, want_template)}
     cache = os.path.join(hub_cache(env), "models--" + value.replace("/", "--"), "snapshots")
     snapshots = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+    try:
+        with open(os.path.join(os.path.dirname(cache), "refs", "main")) as handle:
+            main_ref = handle.read().strip()
+    except OSError:
+        main_ref = ""
+    chosen = main_ref if main_ref in snapshots else (snapshots[-1] if snapshots else "")
     out: dict[str, Any] = {"kind": "hub", "cached": bool(snapshots), "cache": cache}
-    if snapshots:
-        out.update(model_dir(os.path.join(cache, snapshots[-1]), want_template))
-    out["offline"] = env.get("HF_HUB_OFFLINE", "") in ("1", "true", "TRUE", "True", "yes")
+    if chosen:
+        out.update(model_dir(os.path.join(cache, chosen), want_template))
+    out["offline"] = offline(env)
     out["token"] = bool(env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN")) or os.path.isfile(
         os.path.join(env.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "token")
     )
@@ -177,11 +195,16 @@ def dataset(value: str, keys: list[str], env: dict[str, str]) -> dict[str, Any]:
     name = value.split("@", 1)[0].strip()
     expanded = os.path.expanduser(name)
     out: dict[str, Any] = {"name": name}
-    if os.path.exists(expanded) or name.startswith(("/", "./", "../", "~")) or name.count("/") != 1:
+    if os.path.exists(expanded) or name.startswith(("/", "./", "../", "~")) or name.count("/") > 1:
         out.update(kind="local", path=expanded, exists=os.path.exists(expanded))
         files = [expanded] if os.path.isfile(expanded) else []
         if os.path.isdir(expanded):
-            files = sorted(os.path.join(expanded, n) for n in os.listdir(expanded) if n.endswith((".jsonl", ".json")))[:1]
+            names = os.listdir(expanded)
+            data_files = [n for n in names if n.endswith((".jsonl", ".json")) and n not in METADATA_FILES]
+            # save_to_disk / parquet / arrow folders: no record is read (no pyarrow here)
+            files = (
+                [] if any(n.endswith((".arrow", ".parquet")) for n in names) else sorted(os.path.join(expanded, n) for n in data_files)[:1]
+            )
             out["entries"] = len(os.listdir(expanded))
         if files and files[0].endswith((".jsonl", ".json")):
             try:
@@ -198,7 +221,7 @@ def dataset(value: str, keys: list[str], env: dict[str, str]) -> dict[str, Any]:
     cache = os.path.join(hub_cache(env), "datasets--" + name.replace("/", "--"))
     datasets_cache = env.get("HF_DATASETS_CACHE") or os.path.join(os.path.dirname(hub_cache(env)), "datasets")
     other = os.path.isdir(datasets_cache) and any(n.startswith(name.replace("/", "___")) for n in os.listdir(datasets_cache))
-    out.update(kind="hub", cached=os.path.isdir(cache) or other, offline=env.get("HF_HUB_OFFLINE", "") in ("1", "true", "yes"))
+    out.update(kind="hub", cached=os.path.isdir(cache) or other, offline=offline(env))
     return out
 
 
@@ -357,13 +380,17 @@ def write_mark(ckpt_path: str, nonce: str, node_id: str) -> str:
     return ""
 
 
-def read_marks(ckpt_path: str, nonce: str) -> list[str]:
-    """The second half: whose marks this node sees (then its own is removed)."""
+def read_marks(ckpt_path: str, nonce: str, expected: list[str], wait: float = 3.0) -> list[str]:
+    """The second half: which of the expected marks this node sees, each looked up by name
+    (NFS caches directory listings for seconds; a lookup by name revalidates), for up to
+    `wait` seconds."""
     base = os.path.join(nearest_existing(ckpt_path), MARK_DIR + "-" + nonce)
-    try:
-        return sorted(os.listdir(base))
-    except OSError:
-        return []
+    deadline = time.monotonic() + wait
+    while True:
+        seen = [n for n in expected if os.path.exists(os.path.join(base, n))]
+        if len(seen) == len(expected) or time.monotonic() > deadline:
+            return sorted(seen)
+        time.sleep(0.2)
 
 
 def clean_marks(ckpt_path: str, nonce: str, node_id: str) -> None:
@@ -387,8 +414,8 @@ class Agent:
     def write_mark(self, ckpt_path: str, nonce: str, node_id: str) -> str:
         return write_mark(ckpt_path, nonce, node_id)
 
-    def read_marks(self, ckpt_path: str, nonce: str) -> list[str]:
-        return read_marks(ckpt_path, nonce)
+    def read_marks(self, ckpt_path: str, nonce: str, expected: list[str]) -> list[str]:
+        return read_marks(ckpt_path, nonce, expected)
 
     def clean_marks(self, ckpt_path: str, nonce: str, node_id: str) -> None:
         clean_marks(ckpt_path, nonce, node_id)
@@ -444,12 +471,27 @@ def every_node(spec: dict[str, Any], version: str, timeout: float) -> dict[str, 
     ckpt, nonce = spec.get("ckpt_path"), spec.get("nonce")
     answering = [n for n in ids if "error" not in report[n]]
     if ckpt and nonce and answering:
-        wrote = ray.get([found[n][1].write_mark.remote(ckpt, nonce, n) for n in answering], timeout=timeout)
-        seen = ray.get([found[n][1].read_marks.remote(ckpt, nonce) for n in answering], timeout=timeout)
-        ray.get([found[n][1].clean_marks.remote(ckpt, nonce, n) for n in answering], timeout=timeout)
-        for node_id, problem, marks in zip(answering, wrote, seen, strict=True):
-            report[node_id]["shared"] = {"write_error": problem, "sees": marks}
+        wrote = _each(ray, {n: found[n][1].write_mark.remote(ckpt, nonce, n) for n in answering}, timeout)
+        written = [n for n in answering if wrote.get(n) == ""]
+        seen = _each(ray, {n: found[n][1].read_marks.remote(ckpt, nonce, written) for n in answering}, timeout)
+        _each(ray, {n: found[n][1].clean_marks.remote(ckpt, nonce, n) for n in answering}, timeout)
+        for node_id in answering:
+            problem = wrote.get(node_id, f"no answer in {timeout:g}s")
+            report[node_id]["shared"] = {"write_error": problem or "", "sees": seen.get(node_id) or [], "written": written}
     return report
+
+
+def _each(ray: Any, refs: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """{node_id: result} of the calls that answered in time (one hung node is left out, named by the caller)."""
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
+    done, out = set(ready), {}
+    for node_id, ref in refs.items():
+        if ref in done:
+            try:
+                out[node_id] = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - that node's call failed: its result is the error
+                out[node_id] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return out
 
 
 def main() -> None:
