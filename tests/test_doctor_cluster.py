@@ -129,9 +129,11 @@ def test_a_missing_shard_and_an_interface_no_node_has(mixed, tmp_path):
 
 
 def test_a_checkpoint_budget_over_the_free_disk(mixed, tmp_path):
-    """A 70B critic: 0.9 TiB per save x max_num 3, on a test disk of tens of GiB."""
+    """A small model kept 1,000,000 times (checkpoint.max_num): more than the test disk holds."""
     code, data = doctor(
-        mixed, *mixed_overrides(tmp_path, "models.critic=meta-llama/Llama-2-70b-hf"), extra=("--skip-check", "software,models")
+        mixed,
+        *mixed_overrides(tmp_path, f"models.critic={STANDIN / 'models' / 'tiny-rm'}", "checkpoint.max_num=1000000"),
+        extra=("--skip-check", "software,models"),
     )
     assert code == 1
     [disk] = failed(data, "disk")
