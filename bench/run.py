@@ -444,7 +444,7 @@ def _synthetic_log(path: Path, size: int, decisive_back: int) -> None:
 
 
 def bench_diagnose(reps: int) -> None:
-    from rlhf_launch.runs.diagnose import diagnose_file
+    from rlhf_launch.diagnose import diagnose_file
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "driver.log"

@@ -11,7 +11,8 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "rlhf_launch"
-CORE = ("core", "openrlhf")  # pure: config, plan, rules, memory, release knowledge, command
+CORE = ("core", "openrlhf", "diagnose", "importer")  # pure: config, plan, rules, memory, release knowledge, command; log diagnosis; import
+VERB_PACKAGES = ("diagnose", "importer")  # one-verb packages over the core: the core imports none of them
 EDGES = ("cluster", "runs", "cli")
 SHARED = ("errors", "util")  # everyone may use these; they import nothing of the launcher's
 
@@ -48,6 +49,16 @@ def test_the_core_imports_nothing_from_the_edges():
     for module, path in modules().items():
         if package_of(module) in CORE:
             bad = sorted(m for m in imports_of(path) if package_of(m) in EDGES)
+            if bad:
+                offenders[module] = bad
+    assert offenders == {}
+
+
+def test_the_core_imports_no_verb_package():
+    offenders = {}
+    for module, path in modules().items():
+        if package_of(module) in ("core", "openrlhf"):
+            bad = sorted(m for m in imports_of(path) if package_of(m) in VERB_PACKAGES)
             if bad:
                 offenders[module] = bad
     assert offenders == {}

@@ -82,6 +82,38 @@ def test_not_utf8(tmp_path):
     assert "latin1.yaml:6" in message and "not UTF-8" in message and "0xe9" in message
 
 
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (GOOD.encode().replace(b"name: t", b"name: t\x00u"), ["cfg.yaml:1", "U+0000", "offset 7"]),  # NUL in a value
+        (GOOD.encode() + b"\x00" * 64, ["cfg.yaml:6", "U+0000"]),  # NUL padding after the text
+        (GOOD.encode() + b"# \x1b[31mred\n", ["cfg.yaml:6", "U+001B"]),  # a terminal escape
+        (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), ["cfg.yaml:2", "not UTF-8", "0x80"]),  # a binary
+        (b"PK\x03\x04\x14\x00\x00\x00", ["cfg.yaml:1", "U+0003"]),  # a zip header: valid UTF-8, not text
+        ("name: t\n".encode("utf-16"), ["cfg.yaml:1", "not UTF-8"]),
+        (b"- models\n- data\n", ["cfg.yaml", "must be a YAML mapping"]),  # a list
+        (b"just words\n", ["cfg.yaml", "must be a YAML mapping"]),  # a scalar
+        (b"42\n", ["cfg.yaml", "must be a YAML mapping"]),
+        (b"a: 1\n---\nb: 2\n", ["cfg.yaml:2", "invalid YAML"]),  # two documents
+        (b"? [a, b]\n: 1\n", ["cfg.yaml:1", "unhashable key"]),
+        (b"name: t\nextra_args: {deep: " + b"[" * 100 + b"]" * 100 + b"}\n", ["cfg.yaml:2", "more than 64 levels"]),
+        (b"name: t\nmodels:\n" + b"".join(b"  " * i + b"  k%d:\n" % i for i in range(80)) + b"  " * 81 + b"x\n", ["levels"]),
+        (b"name: t\nx: &a " + b"[" * 40 + b"]" * 40 + b"\nextra_args: {y: " + b"[" * 30 + b"*a" + b"]" * 30 + b"}\n", ["levels"]),
+    ],
+)
+def test_hostile_file_contents_are_a_user_error_naming_the_file(tmp_path, content, words):
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(content)
+    message = refused(path)
+    for word in words:
+        assert word in message, message
+
+
+def test_a_control_character_in_an_override_names_the_override(write_config):
+    message = refused(write_config(GOOD), "name=a\x07b")
+    assert "override name" in message and "U+0007" in message
+
+
 def test_a_pipe_is_refused_not_read(tmp_path):
     fifo = tmp_path / "cfg.yaml"
     os.mkfifo(fifo)

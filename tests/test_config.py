@@ -107,3 +107,61 @@ def test_override_errors(write_config):
         apply_overrides({"name": "x"}, ["name.sub=1"])
     with pytest.raises(UserError, match="colocate"):
         load_config(write_config(BASE), ["placement.colocate=[everything]"])
+
+
+# Several reward servers as OpenRLHF's own remote_rm_url: one comma-separated string, which its
+# start-up splits (train_ppo_ray.py, `args.remote_rm_url.split(",")`) and spreads batches over.
+SERVERS = "http://rm-a:5000/get_reward,http://rm-b:5000/get_reward"
+
+
+@pytest.mark.parametrize("version,flag", [("0.8.11", "--remote_rm_url"), ("0.11.2", "--reward.remote_url")])
+def test_comma_separated_reward_urls_are_accepted_and_rendered_unchanged(write_config, version, flag):
+    from rlhf_launch.core.launch import prepare
+
+    cfg = load_config(write_config(BASE), ["models.reward=null", f"models.reward_remote_url={SERVERS}"])
+    assert cfg.models.remote_urls == SERVERS.split(",")
+    launch = prepare(cfg, version=version, environ={})
+    assert not [f for f in launch.findings if f.key.startswith("models.reward")], launch.findings
+    assert launch.argv[launch.argv.index(flag) + 1] == SERVERS
+    assert launch.settings is not None and launch.settings.remote_reward == tuple(SERVERS.split(","))
+
+
+@pytest.mark.parametrize(
+    "value,words",
+    [
+        ("http://rm-a:5000/r,", "an empty URL (a stray comma?)"),
+        ("http://rm-a:5000/r, http://rm-b:5000/r", "whitespace"),
+        ("http://rm-a:99999/r", "the port must be 1..65535"),
+        ("http://rm-a/r,/opt/rules.py", "cannot be combined with URLs"),
+        ("[]", "give a URL"),
+        ("['http://rm-a/r', '']", "an empty URL"),
+    ],
+)
+def test_each_reward_url_is_validated(write_config, value, words):
+    with pytest.raises(UserError, match="models.reward_remote_url") as caught:
+        load_config(write_config(BASE), ["models.reward=null", f"models.reward_remote_url={value}"])
+    assert words in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "value,odd",
+    [
+        ("http://rm-a:5000/r,rm-b:5000", "rm-b:5000"),
+        ("ftp://rm-a/r", "ftp://rm-a/r"),
+        ("rule:http://rm-a:1/r,rule:http://rm-b:1/r", "rule:http://rm-a:1/r, rule:http://rm-b:1/r"),
+    ],
+)
+def test_a_url_the_published_trainer_cannot_post_to_is_passed_on_with_a_warning(write_config, value, odd):
+    from rlhf_launch.core.launch import prepare
+
+    # OpenRLHF's parser takes any string (forks read forms such as `rule:http://...`): warn, render unchanged.
+    cfg = load_config(write_config(BASE), ["models.reward=null", f"models.reward_remote_url={value}"])
+    launch = prepare(cfg, version="0.11.2", environ={})
+    found = [f for f in launch.findings if f.key == "models.reward_remote_url"]
+    assert [str(f.level) for f in found] == ["warning"] and odd in found[0].message, launch.findings
+    assert value in launch.argv
+
+
+def test_a_reward_function_path_on_the_nodes_still_passes(write_config):
+    cfg = load_config(write_config(BASE), ["models.reward=null", "models.reward_remote_url=/opt/rules.py"])
+    assert cfg.models.remote_urls == ["/opt/rules.py"]  # OpenRLHF loads a lone .py as its reward_func

@@ -14,8 +14,10 @@ import pytest
 import yaml
 
 from rlhf_launch.core.config import LaunchConfig
-from rlhf_launch.runs import diagnose as dx
-from rlhf_launch.runs.diagnose import PHASES, FailureClass, classify, diagnose_file, redact_line
+from rlhf_launch.core.secrets import redact_line
+from rlhf_launch.diagnose import PHASES, FailureClass, classify, diagnose_file
+from rlhf_launch.diagnose import reader as dx
+from rlhf_launch.diagnose.rules import RULES
 
 from conftest import ROOT
 
@@ -74,7 +76,7 @@ def config_paths() -> set[str]:
 def test_hints_name_keys_of_the_config_schema():
     known = config_paths()
     hints = {classify(e["excerpt"]).hint for e in CORPUS}
-    hints |= {rule.hint for rule in dx.RULES if isinstance(rule.hint, str)}
+    hints |= {rule.hint for rule in RULES if rule.hint}
     named = {m.group(1) for hint in hints for m in re.finditer(r"`([a-z_]+(?:\.[a-z_*]+)+)(?:=[^`]*)?`", hint)}
     named = {n for n in named if not n.endswith(".*")}
     assert named and named <= known, named - known
@@ -321,3 +323,439 @@ def test_start_up_noise_is_not_a_failure():
     assert (found.cls, found.phase, found.step) == (FailureClass.UNKNOWN, "placement", None), found.rule
     assert FAKE_KEY not in json.dumps(found.as_json())
     assert classify(NOISY_START).cls is FailureClass.UNKNOWN
+
+
+# ---------------------------------------------------------------- the class tables, the rule table
+
+
+def class_tables(text: str) -> list[set[str]]:
+    """The classes named in the first column of every markdown table headed `| class | ...`."""
+    tables, current = [], None
+    for line in text.splitlines():
+        if re.match(r"\|\s*class\s*\|", line):
+            current = set()
+            tables.append(current)
+        elif current is not None and line.startswith("|"):
+            current.update(re.findall(r"`([a-z_]+)`", line.split("|")[1]))  # a row may name several classes
+        else:
+            current = None
+    return tables
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/diagnose.md"])
+def test_the_failure_class_tables_list_exactly_the_enum(doc):
+    tables = class_tables((ROOT / doc).read_text())
+    assert tables, f"{doc} has no failure-class table"
+    for table in tables:
+        assert table == {c.value for c in FailureClass}, (doc, table ^ {c.value for c in FailureClass})
+
+
+def test_a_bad_rule_is_refused_when_the_table_is_built():
+    from rlhf_launch.diagnose.rules import Rule
+
+    good = {"name": "x", "cls": FailureClass.NCCL, "pattern": "boom", "anchors": ("boom",), "retriable": True, "hint": "h"}
+    assert Rule(**good).regex.search("a boom")
+    for bad, message in (
+        ({"retriable_by": "no_such_predicate", "retriable": None}, "no function"),
+        ({"hint_by": "no_such_hint", "hint": ""}, "no function"),
+        ({"hint": ""}, "exactly one of hint"),
+        ({"phase": "warmup"}, "unknown phase"),
+        ({"phase": "train", "phase_by": "nccl_phase"}, "at most one"),
+        ({"pattern": "(unclosed"}, "missing"),
+        ({"anchors": ()}, "anchors"),
+    ):
+        with pytest.raises((ValueError, re.error), match=message):
+            Rule(**{**good, **bad})
+    assert len({rule.name for rule in RULES}) == len(RULES)
+
+
+def test_every_registered_function_is_named_by_a_rule():
+    from rlhf_launch.diagnose import checks
+
+    named = {name for rule in RULES for name in (rule.retriable_by, rule.when, rule.hint_by, rule.phase_by) if name}
+    assert set(checks.PREDICATES) | set(checks.HINTS) | set(checks.PHASE_OF) == named
+
+
+# ---------------------------------------------------------------- gpu_fault, node_lost, unknown: what they name
+
+XID_LINE = (
+    "(raylet, ip=10.0.0.5) [Tue Dec  2 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus."
+)
+ECC = "(PolicyModelActor pid=5120, ip=10.0.0.3) RuntimeError: CUDA error: uncorrectable ECC error encountered"
+
+
+def test_a_gpu_fault_outranks_the_nccl_and_cuda_errors_it_causes_and_names_its_node():
+    found = classify(lines(STEP.format(n=9), TRAIN_BAR, ECC, WATCHDOG, JOB_FAILED))
+    assert (found.cls, found.retriable, found.step) == (FailureClass.GPU_FAULT, True, 9)
+    assert "10.0.0.3" in found.hint and "drain" in found.hint
+    found = classify(lines(STEP.format(n=9), XID_LINE, WATCHDOG))
+    assert found.cls is FailureClass.GPU_FAULT and "10.0.0.5" in found.hint and "0000:3b:00" in found.hint and "Xid 79" in found.hint
+
+
+def test_an_xid_the_program_caused_is_not_a_gpu_fault():
+    app = "NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python, Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0"
+    illegal = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert classify(lines(STEP.format(n=9), app, illegal)).cls is FailureClass.UNKNOWN
+
+
+def test_a_gpu_fault_far_before_the_end_is_found(tmp_path):
+    log = tmp_path / "driver.log"
+    write_log(log, 20 << 20, XID_LINE, 12 << 20, lines(WATCHDOG, JOB_FAILED))
+    found = diagnose_file(log)
+    assert (found.cls, found.step) == (FailureClass.GPU_FAULT, 200)
+
+
+@pytest.mark.parametrize(
+    "line, node",
+    [
+        (NODE_DEAD, "10.0.0.7"),
+        ("[2025-01-03 10:00:00,000 I 74 74] (raylet, ip=10.0.0.12) node_manager.cc:170: This node has been marked as dead.", "10.0.0.12"),
+        (
+            "2025-01-03 10:00:00,000\tERROR agent.py:217 -- Raylet is terminated: ip=10.0.0.9, id=5fa7195f6fdcb2f6f9f378604ecc52538"
+            "71ddde0dffc54186ee82d09. Termination is unexpected.",
+            "10.0.0.9",
+        ),
+        ("(autoscaler +12m3s) Terminating the node 10.0.0.21 (instance i-0abc): its instance was reclaimed", "10.0.0.21"),
+        ("(autoscaler +4h28m31s) Error: No available node types can fulfill resource request {'node:10.0.0.192': 0.01}.", "10.0.0.192"),
+        ("2025-01-03 10:00:00,000\tINFO node.py:1 -- Running ray stop on 10.0.0.14 (node_id=4f1c2a9b8e7d6c5b)", "10.0.0.14"),
+    ],
+)
+def test_a_node_lost_names_the_node(line, node):
+    found = classify(lines(STEP.format(n=4), line, WATCHDOG, JOB_FAILED))
+    assert (found.cls, found.retriable) == (FailureClass.NODE_LOST, True), found.rule
+    assert node in found.hint
+
+
+def test_unknown_names_the_last_exception():
+    log = lines(
+        STEP.format(n=3), "Traceback (most recent call last):", '  File "x.py", line 1, in f', "ZeroDivisionError: division by zero"
+    )
+    found = classify(log)
+    assert found.cls is FailureClass.UNKNOWN
+    assert "ZeroDivisionError: division by zero" in found.hint
+    secret = lines("ValueError: bad token hf_AbCdEfGhIjKlMnOpQrStUv")
+    assert "hf_AbCd" not in classify(secret).hint
+    for entry in CORPUS:  # never tells that resubmitting would fail the same way of an unknown cause
+        found = classify(entry["excerpt"])
+        if found.cls is FailureClass.UNKNOWN:
+            assert not re.search(r"(?i)same way|will (?:likely )?repeat|would fail", found.hint), found.hint
+
+
+# ---------------------------------------------------------------- families real logs showed (see also test_diagnose_field.py)
+
+
+@pytest.mark.parametrize(
+    "log, cls, retriable",
+    [
+        # NCCL's watchdog stuck (not a collective timeout), mid-run
+        (
+            "[rank3]:[E1105 02:11:09.521 ProcessGroupNCCL.cpp:1442] [PG ID 0 PG GUID 0(default_pg) Rank 3] Heartbeat monitor timed out! "
+            "Process will be terminated after dumping debug info. workMetaList_.size()=2\n"
+            "[rank3]:[E1105 02:11:09.522 ProcessGroupNCCL.cpp:1302] [PG ID 0 Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 "
+            "seconds without making progress in monitoring enqueued collectives.",
+            FailureClass.NCCL,
+            True,
+        ),
+        # vLLM's KV cache, newer wording
+        (
+            "(LLMRayActor pid=811) ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV "
+            "cache is needed, which is larger than the available KV cache memory (1.20 GiB).",
+            FailureClass.VLLM,
+            False,
+        ),
+        # GPU OOM while vLLM wakes from sleep mode
+        (
+            '(LLMRayActor pid=811)   File "/usr/lib/python3/site-packages/vllm/entrypoints/llm.py", line 1244, in wake_up\n'
+            "(LLMRayActor pid=811) RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
+            FailureClass.GPU_OOM,
+            False,
+        ),
+        # an InfiniBand fault during the weight update
+        (
+            "(PolicyModelActor pid=5120, ip=10.0.0.3) INFO ppo_actor.py:200] update weight: broadcast_to_vllm\n"
+            "(PolicyModelActor pid=5120, ip=10.0.0.3) node-1:5120:6001 [0] NCCL WARN NET/IB : Got completion from peer "
+            "10.0.0.4<53120> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.3",
+            FailureClass.WEIGHT_SYNC,
+            True,
+        ),
+        # a remote judge timing out inside a Ray task
+        (
+            'ray::RewardWorker.compute_score() (pid=9021, ip=10.0.0.8)\n  File "/app/judge_reward.py", line 40, in compute_score\n'
+            "    resp = client.chat.completions.create(model=judge, messages=msgs)\nopenai.APITimeoutError: Request timed out.",
+            FailureClass.REWARD_REMOTE,
+            True,
+        ),
+        # an OmegaConf struct config refusing a key at trainer init
+        (
+            "omegaconf.errors.ConfigAttributeError: Key 'rollout_n' is not in struct\n    full_key: actor_rollout_ref.rollout_n",
+            FailureClass.CONFIG,
+            False,
+        ),
+        # a start-up check on sizes, worded by another trainer
+        (
+            "ValueError: The global train batch size (8 x 1) must be evenly divisible by the number of generations per prompt (16).",
+            FailureClass.CONFIG,
+            False,
+        ),
+        # a raylet stopped by `ray stop` on its node
+        (
+            "(raylet, ip=10.0.0.31) [2025-01-03 10:00:00,000 I 74 74] main.cc:291: Raylet received SIGTERM, shutting down...",
+            FailureClass.NODE_LOST,
+            True,
+        ),
+        # a spot node preempted
+        ("(autoscaler +3h2m1s) Node 10.0.0.40 was preempted by the cloud provider.", FailureClass.NODE_LOST, True),
+        # a model file that is a Git LFS pointer
+        (
+            "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+            FailureClass.MODEL_OR_DATA,
+            False,
+        ),
+        # a library older than its caller expects
+        ("AttributeError: module 'vllm' has no attribute 'LLMEngine'", FailureClass.IMPORT, False),
+        # vLLM asked for a longer context than the model has
+        (
+            "(LLMRayActor pid=811) ValueError: User-specified max_model_len (32768) is greater than the derived max_model_len "
+            "(max_position_embeddings=4096 or model_max_length=None in model's config.json).",
+            FailureClass.VLLM,
+            False,
+        ),
+        # Ray's memory monitor, as the actor's exit type
+        (
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task. The actor is dead because its "
+            "worker process has died. Worker exit type: NODE_OUT_OF_MEMORY",
+            FailureClass.HOST_OOM,
+            True,
+        ),
+        # the image's CUDA build does not fit the GPU
+        ("RuntimeError: CUDA error: no kernel image is available for execution on the device", FailureClass.IMPORT, False),
+    ],
+    ids=[
+        "nccl-stuck",
+        "kv-cache",
+        "oom-wake-up",
+        "ib-weight-sync",
+        "judge-timeout",
+        "omegaconf",
+        "divisible",
+        "raylet-sigterm",
+        "preempted",
+        "lfs-pointer",
+        "module-attribute",
+        "vllm-max-len",
+        "node-out-of-memory",
+        "no-kernel-image",
+    ],
+)
+def test_families_real_logs_showed(log, cls, retriable):
+    found = classify(lines(STEP.format(n=6), log))
+    assert (found.cls, found.retriable) == (cls, retriable), (found.rule, found.evidence)
+    full = classify(lines(STEP.format(n=6), log), _every_line=True)
+    assert (full.cls, full.rule) == (found.cls, found.rule)
+
+
+def test_warnings_and_waits_lose_to_a_real_failure_after_them():
+    warning = "WARNING 03-30 00:24:16 [_logger.py:72] Input prompt (8128 tokens) is too long and exceeds limit of 6000"
+    assert classify(lines(warning)).cls is FailureClass.VLLM  # alone it explains the end
+    found = classify(lines(STEP.format(n=5), warning, NODE_DEAD, WATCHDOG))
+    assert found.cls is FailureClass.NODE_LOST
+    divisible = "WARNING: rollout_batch_size should be divisible by the number of vLLM engines for even load"
+    assert classify(lines(STEP.format(n=5), divisible, WATCHDOG)).cls is FailureClass.NCCL
+    idle = "(autoscaler +1m2s) Removing 1 nodes of type cpu_worker (idle)."
+    assert classify(lines(STEP.format(n=5), idle, CUDA_OOM)).cls is FailureClass.GPU_OOM
+
+
+def test_reward_words_in_step_lines_do_not_make_a_network_error_reward_remote():
+    refused = "(PolicyModelActor pid=5120) node-1:5120:6001 [0] NCCL WARN Net : Connect to 10.0.0.4<53120> failed : Connection refused"
+    found = classify(lines(STEP.format(n=5), TRAIN_BAR, refused))
+    assert found.cls is FailureClass.NCCL, found.rule
+
+
+# ---------------------------------------------------------------- round two: fallbacks by exception type, retriable exceptions
+
+
+@pytest.mark.parametrize(
+    "log, cls, retriable, rule",
+    [
+        # an HTTP client's timeout with no reward word around it: the exception type alone decides
+        (
+            '  File "/app/custom/scoring.py", line 40, in score\nopenai.APITimeoutError: Request timed out.',
+            FailureClass.REWARD_REMOTE,
+            True,
+            None,
+        ),
+        (
+            '  File "/app/custom/scoring.py", line 12, in ask\nhttpx.ReadTimeout: timed out',
+            FailureClass.REWARD_REMOTE,
+            True,
+            "type_http_client",
+        ),
+        # a 4xx answer: the request is wrong, resubmitting sends it again
+        (
+            '  File "/app/custom/scoring.py", line 40, in score\n'
+            "openai.BadRequestError: Error code: 400 - {'error': {'message': 'max_tokens is too large'}}",
+            FailureClass.REWARD_REMOTE,
+            False,
+            None,
+        ),
+        # but the Hub's client errors are not the reward server's
+        (
+            "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.",
+            FailureClass.MODEL_OR_DATA,
+            False,
+            "hf_missing",
+        ),
+        (
+            "ray.exceptions.OutOfMemoryError: Task was killed (worded some new way) on node 10.0.0.4",
+            FailureClass.HOST_OOM,
+            True,
+            "type_ray_oom",
+        ),
+        ("torch.distributed.DistNetworkError: Connection reset by peer", FailureClass.NCCL, True, None),
+        # torch's newer watchdog wording, mid-run
+        (
+            "[rank0]:[E822 16:31:16 ProcessGroupNCCL.cpp:2271] [PG ID 4 Rank 0] failure detected by watchdog at work sequence id: 5730",
+            FailureClass.NCCL,
+            True,
+            "nccl_error",
+        ),
+        # vLLM V0's async engine, mid-run
+        (
+            "(LLMRayActor pid=811) vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+            FailureClass.VLLM,
+            True,
+            "vllm_crash",
+        ),
+        # Ray's memory monitor's error wrapped in a task error; torch's CUDA OOM wraps the same way but says so
+        (
+            "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_update_actor() (pid=1, ip=10.0.0.5)",
+            FailureClass.HOST_OOM,
+            True,
+            "type_ray_oom",
+        ),
+        (
+            "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.update_actor() (pid=1, ip=10.0.0.5)\n" + CUDA_OOM,
+            FailureClass.GPU_OOM,
+            False,
+            "cuda_oom",
+        ),
+        # an OpenAI-compatible server's 4xx error body
+        (
+            '{"object":"error","message":"The model does not support Score API","type":"BadRequestError","param":null,"code":400}',
+            FailureClass.REWARD_REMOTE,
+            False,
+            "type_http_client",
+        ),
+        (
+            "Status message: Unexpected error occurred: The actor 2c52516 is unavailable",
+            FailureClass.NODE_LOST,
+            True,
+            "type_actor_unavailable",
+        ),
+    ],
+    ids=[
+        "openai-timeout",
+        "httpx-timeout",
+        "openai-400",
+        "hub-timeout",
+        "ray-oom",
+        "dist-network",
+        "watchdog-newer",
+        "vllm-v0-dead",
+        "ray-task-oom",
+        "cuda-oom-in-a-task",
+        "openai-error-body-400",
+        "actor-unavailable",
+    ],
+)
+def test_the_exception_type_alone_decides_when_no_rule_knows_the_wording(log, cls, retriable, rule):
+    found = classify(lines(STEP.format(n=6), log))
+    assert (found.cls, found.retriable) == (cls, retriable), (found.rule, found.evidence)
+    assert rule is None or found.rule == rule
+
+
+def test_nccl_system_error_before_any_step_is_not_retried_but_a_timeout_mid_run_is():
+    system = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details)"
+    assert (classify(lines(system)).cls, classify(lines(system)).retriable) == (FailureClass.NCCL, False)
+    assert classify(lines(STEP.format(n=6), WATCHDOG)).retriable is True
+
+
+def test_a_vllm_engine_dead_while_generating_is_retried_but_not_at_start_up():
+    dead = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."
+    generating = '  File "/usr/lib/python3/site-packages/vllm/v1/engine/core_client.py", line 883, in get_output_async\n' + dead
+    assert classify(lines(generating)).retriable is True
+    loading = "(LLMRayActor pid=811) INFO Loading model weights took 14.5 GiB\n" + dead
+    found = classify(lines(loading))
+    assert (found.cls, found.retriable) == (FailureClass.VLLM, False), (found.rule, found.phase)
+
+
+@pytest.mark.parametrize(
+    "log, cls, retriable",
+    [
+        # c10d's client refused, not only timing out, before any step
+        (
+            "[W1225 12:58:32 socket.cpp:752] [c10d] The client socket has failed to connect to [node-1]:29500 (errno: 111 - Connection refused).",
+            FailureClass.NCCL,
+            False,
+        ),
+        # Ray's memory monitor, its threshold wording
+        (
+            "Memory on the node (IP: 10.0.0.4, ID: 8f20) where the task was running was 241.2GB / 251.5GB (0.959), which exceeds "
+            "the memory usage threshold of 0.95. Ray killed this worker (ID: 3a1f) because it was the most recently scheduled task.",
+            FailureClass.HOST_OOM,
+            True,
+        ),
+        ("deepspeed.runtime.config.DeepSpeedConfigError: zero_optimization.stage must be 0-3", FailureClass.CONFIG, False),
+        (
+            "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+            "ray::LLMRayActor.__init__() (pid=811, ip=10.0.0.3)",
+            FailureClass.VLLM,
+            False,
+        ),
+        ("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--foo', '1']", FailureClass.CONFIG, False),
+        (
+            "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries "
+            'exceeded with url: /api/models/x"))',
+            FailureClass.MODEL_OR_DATA,
+            False,
+        ),
+        ("[   12.3] NVRM: RmInitAdapter failed! (0x26:0x56:1474)", FailureClass.GPU_FAULT, True),
+        (
+            "ray.exceptions.NodeDiedError: Task failed due to the node (where this task was running) was dead or unavailable.",
+            FailureClass.NODE_LOST,
+            True,
+        ),
+        (
+            "urllib3.exceptions.ReadTimeoutError: HTTPConnectionPool(host='10.0.0.3', port=5000): Read timed out. (read timeout=60)",
+            FailureClass.REWARD_REMOTE,
+            True,
+        ),
+    ],
+    ids=[
+        "c10d-refused",
+        "ray-memory-threshold",
+        "deepspeed-config",
+        "vllm-actor-init",
+        "hf-argparser",
+        "hub-unreachable",
+        "rm-init-adapter",
+        "ray-node-died-task",
+        "urllib3-timeout",
+    ],
+)
+def test_other_wordings_of_known_failures(log, cls, retriable):
+    text = lines(log) if cls is FailureClass.NCCL else lines(STEP.format(n=6), log)
+    found = classify(text)
+    assert (found.cls, found.retriable) == (cls, retriable), (found.rule, found.evidence)
+
+
+def test_library_assertions_and_cut_tracebacks_of_known_families():
+    device = "AssertionError:\nthis nccl communicator is created to work on cuda:1,\nbut the input tensor is on cuda:0"
+    found = classify(lines(device))
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.WEIGHT_SYNC, False, "weight_sync"), found.rule
+    cut = (
+        '(VllmWorkerProcess pid=5) ERROR   File "/site-packages/vllm/distributed/device_communicators/pynccl_wrapper.py", '
+        "line 244, in ncclCommInitRank"
+    )
+    found = classify(lines(cut))
+    assert (found.cls, found.retriable) == (FailureClass.NCCL, False), found.rule

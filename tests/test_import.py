@@ -20,10 +20,9 @@ import pytest
 import yaml
 
 from rlhf_launch.core.config import validate
-from rlhf_launch.core.importer import config_name, import_call, written_flags
 from rlhf_launch.core.launch import prepare
-from rlhf_launch.core.script import parse_script
 from rlhf_launch.errors import UserError
+from rlhf_launch.importer import config_name, import_call, parse_script, written_flags
 from rlhf_launch.openrlhf import dialect, renames
 from rlhf_launch.openrlhf.flagset import FlagSet, load, newest_version
 
@@ -36,25 +35,12 @@ M = "openrlhf.cli.train_ppo_ray"
 
 # (script, flag as the script's release spells it) -> why the config renders another value there.
 BY_DESIGN = {
-    (
-        "acecoder-train_reinforce_ray_rule_v2.sh",
-        "reward_num_nodes",
-    ): "0 is not a valid placement.reward.nodes (the reward is remote: unused)",
-    ("acecoder-train_reinforce_ray_rule_v2.sh", "reward_num_gpus_per_node"): "0 is not a valid placement.reward.gpus_per_node",
-    ("ours-import-edge-values.sh", "reward.num_nodes"): "0 is not a valid placement.reward.nodes (the reward is remote: unused)",
-    ("ours-import-edge-values.sh", "reward.num_gpus_per_node"): "0 is not a valid placement.reward.gpus_per_node",
     ("ours-import-edge-values.sh", "ds.attn_implementation"): "deepspeed.flash_attn chooses flash_attention_2 or eager only",
     ("ours-import-edge-values.sh", "ref.offload"): "deepspeed.ref_reward_offload sets ref.offload and reward.offload alike",
 }
-# The BY_DESIGN differences no schema change will remove (0 GPUs is never a placement); the others
+# The BY_DESIGN differences that must still show (a config that cannot hold the value); the others
 # go away when the config schema gains a way to say them (then the importer writes that instead).
-STRUCTURAL = {"reward_num_nodes", "reward_num_gpus_per_node", "reward.num_nodes", "reward.num_gpus_per_node"}
-# Differences any script may show: the config has no 'unset' for these keys.
-UNSET = {
-    # a script without vLLM engines leaves the flag at None; the config writes 0; OpenRLHF starts
-    # engines only for a number > 0, so both mean none (the importer says nothing)
-    "placement.vllm.engines": 0,
-}
+STRUCTURAL = {"remote_rm_url", "reward_num_nodes", "reward_num_gpus_per_node"}
 
 
 def imported(path: Path, **kwargs):
@@ -68,18 +54,12 @@ def config_from_yaml(im, path, call):
 
 
 def launcher_dests(fs: FlagSet) -> set[str]:
-    """Flags the launcher owns: the W&B key (from the environment) and the checkpoint load flag (resume)."""
-    return {fs.flags[n].dest for n in (dialect.pick(fs, dialect.WANDB_KEY_FLAG), dialect.pick(fs, dialect.LOAD_FLAG))}
+    """The flag the launcher owns: the W&B key (from the environment, never the script's)."""
+    return {fs.flags[n].dest for n in (dialect.pick(fs, dialect.WANDB_KEY_FLAG),) if n}
 
 
-def allowed(path: Path, fs: FlagSet, script_ns, name: str, got) -> bool:
-    if (path.name, name) in BY_DESIGN:
-        return True
-    for key, value in UNSET.items():
-        if dialect.flag_for(key, fs) == name and getattr(script_ns, fs.flags[name].dest) is None and got == value:
-            return True
-    # --max_new_tokens left unset (generate up to max_len): the config always writes a number
-    return name.rsplit(".", 1)[-1] == "max_new_tokens" and getattr(script_ns, fs.flags[name].dest) is None
+def allowed(path: Path, name: str) -> bool:
+    return (path.name, name) in BY_DESIGN
 
 
 def mentioned(im, name: str) -> bool:
@@ -102,14 +82,13 @@ def test_round_trip(path: Path):
         want, got = getattr(script_ns, flag.dest), getattr(rendered_ns, flag.dest)
         if flag.dest not in skip and want != got:
             differ[name] = (want, got)
-    unexplained = {n: v for n, v in differ.items() if not allowed(path, fs, script_ns, n, v[1])}
+    unexplained = {n: v for n, v in differ.items() if not allowed(path, n)}
     assert unexplained == {}, f"the config renders these differently from {path.name}"
     for (script, name), _ in BY_DESIGN.items():
         if script == path.name and name in STRUCTURAL:
             assert name in differ, f"BY_DESIGN entry ({script}, {name}) no longer differs: drop it"
     for name in differ:
-        silent = any(dialect.flag_for(k, fs) == name for k in UNSET)
-        assert silent or mentioned(im, name) or any(name in f.message for f in im.findings), (name, im.findings)
+        assert mentioned(im, name) or any(name in f.message for f in im.findings), (name, im.findings)
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
@@ -233,8 +212,8 @@ def test_what_the_config_holds_for_a_flat_script():
     assert data["runtime_env"] == {"working_dir": "/openrlhf", "env_vars": {"NCCL_DEBUG": "WARN"}}
     assert data["cluster"] == {"nodes": 2}  # actor+ref 4 + critic+reward 4 + vLLM 2x2 = 12 GPUs on 8-GPU nodes
     keys = {f.key for f in im.findings}
-    assert {"--actor_num_gpus", "--vllm_gpu_mem", "--micro_train_batch_size", "runtime_env.pip", "--load_checkpoint"} <= keys
-    assert "checkpoint" in data and "load_checkpoint" not in json.dumps(data)
+    assert {"--actor_num_gpus", "--vllm_gpu_mem", "--micro_train_batch_size", "runtime_env.pip"} <= keys
+    assert data["checkpoint"]["load"] is True and "load_checkpoint" not in json.dumps(data)  # the script resumes
 
 
 def test_ray_address_of_a_direct_call_comes_from_RAY_ADDRESS():
@@ -317,7 +296,8 @@ def test_cli_prints_yaml_on_stdout_and_findings_on_stderr():
     assert done.returncode == 0, done.stderr
     data = yaml.safe_load(done.stdout)
     assert data["openrlhf"]["version"] == "0.9.1.post1" and data["models"]["actor"] == "OpenRLHF/Llama-3-8b-sft-mixture"
-    assert "warning: --load_checkpoint" in done.stderr and not done.stderr.startswith("name:")
+    assert "warning: --use_wandb" in done.stderr and not done.stderr.startswith("name:")
+    assert data["checkpoint"]["load"] is True  # the script passes --load_checkpoint
 
 
 def test_cli_migration_with_removed_flags_exits_1_and_still_writes(tmp_path: Path):

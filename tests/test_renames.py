@@ -209,3 +209,28 @@ def test_layout_extras_read_in_either_spelling():
     dotted = prepare(cfg.model_copy(update={"extra_args": {"train.async_enable": True}}), version=NEWEST, environ={})
     assert flat.plan.extras.async_train and dotted.plan.extras.async_train
     assert flat.plan == dotted.plan
+
+
+# ----------------------------------------------------------------------------- no name in the target
+
+
+def test_a_flag_with_no_name_in_the_target_is_refused_naming_the_releases_that_have_it():
+    launch = _launch({"algo.advantage.is_correction_level": "token", "algo.advantage.is_correction_threshold": 3.0}, "0.8.11")
+    err = _finding(launch, "algo.advantage.is_correction_level")
+    assert err.level == "error" and "under any name" in err.message and "added after it" in err.message
+    having = [v for v in supported_versions() if "algo.advantage.is_correction_level" in load(v)]
+    assert having and having[0] in err.message and having[-1] in err.hint
+    assert not any("is_correction_level" in token for token in launch.argv)
+    assert launch.argv[launch.argv.index("--vllm_is_truncated_threshold") + 1] == "3.0"  # the renamed one renders
+
+
+def test_a_flag_split_out_of_the_targets_single_flag_points_at_it():
+    err = _finding(_launch({"actor.adam.betas": [0.9, 0.95]}, "0.8.11"), "actor.adam.betas")
+    assert err.level == "error" and "split --adam_betas" in err.message and err.hint.startswith("write adam_betas")
+
+
+def test_a_value_a_kind_change_cannot_map_is_refused_naming_the_targets_flag():
+    launch = _launch({"bf16": False}, "0.9.2")  # a switch that became --param_dtype bf16/fp16: off was fp32
+    err = _finding(launch, "bf16")
+    assert err.level == "error" and "--param_dtype" in err.message and "False" in err.message
+    assert "--bf16" not in launch.argv

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlhf_launch.runs.diagnose import Diagnosis, FailureClass
+from rlhf_launch.diagnose import Diagnosis, FailureClass
 from rlhf_launch.runs.progress import Milestone, Stall
 from rlhf_launch.runs.retry import STALL, Failure, Policy, Retry, Stop, decide, known_classes, parse_classes
 
@@ -101,3 +101,41 @@ def test_failure_records_and_empty_input():
     assert isinstance(decide([Failure("weight_sync", True, 9)], Policy(1)), Retry)
     with pytest.raises(ValueError):
         decide([], Policy(1))
+
+
+def test_an_unknown_failure_after_progress_is_retried_once():
+    """The diagnosis could not say why (not retriable by its own reading), but the attempt
+    got further than before: one retry; a second unknown in a row stops."""
+    first = decide([diag("unknown", False, 12)], Policy(3))  # a fresh run that reached step 12
+    assert isinstance(first, Retry) and "after progress" in first.reason
+    again = decide([diag("unknown", False, 12), diag("unknown", False, 30)], Policy(3))
+    assert isinstance(again, Stop) and again.status == "FAILED" and "--retry-on unknown" in again.reason
+    # another class in between starts a new streak
+    assert isinstance(decide([diag("unknown", False, 12), diag("nccl", True, 20), diag("unknown", False, 30)], Policy(5)), Retry)
+    # the knob: two in a row allowed, or none
+    assert isinstance(decide([diag("unknown", False, 12), diag("unknown", False, 30)], Policy(3, unknown_retries=2)), Retry)
+    assert isinstance(decide([diag("unknown", False, 12)], Policy(3, unknown_retries=0)), Stop)
+    with pytest.raises(ValueError, match="unknown_retries"):
+        Policy(3, unknown_retries=-1)
+
+
+def test_an_unknown_failure_without_progress_is_not_retried():
+    for failures in (
+        [diag("unknown", False, None)],  # before the first step
+        [diag("nccl", True, 40), diag("unknown", False, 40)],  # no step beyond the previous failure
+        [Failure("unknown", False, 25, resumed_from=25)],  # no step beyond the resume step
+        [Failure("nccl", True, 20), Failure("unknown", False, 24, resumed_from=25)],
+    ):
+        decision = decide(failures, Policy(5))
+        assert isinstance(decision, Stop) and decision.status == "FAILED", failures
+        assert "same way" not in decision.reason and "would fail" not in decision.reason
+    # one step beyond either is progress
+    assert isinstance(decide([Failure("unknown", False, 26, resumed_from=25)], Policy(5)), Retry)
+    assert isinstance(decide([diag("nccl", True, 40), diag("unknown", False, 41)], Policy(5)), Retry)
+    # --retry-on unknown overrides; --no-retry-on unknown stops even after progress
+    assert isinstance(decide([diag("unknown", False, None)], Policy.parse(5, retry_on="unknown")), Retry)
+    assert decide([diag("unknown", False, 9)], Policy.parse(5, no_retry_on="unknown")).status == "FAILED"
+
+
+def test_an_unknown_failure_spends_the_budget_like_any_other():
+    assert decide([diag("nccl", True, 3), diag("unknown", False, 9)], Policy(1)) == Stop("1 automatic resume used of 1", "GAVE_UP")

@@ -161,6 +161,49 @@ def test_tensor_parallel_must_divide_and_fit_a_node():
     assert "does not divide" in keyed(findings(c), "warning")["placement.vllm.tensor_parallel_size"].message
 
 
+@pytest.mark.parametrize(
+    "actor,tp,words,working",
+    [
+        # vLLM: "Total number of attention heads (32) must be divisible by tensor parallel size (3)"
+        (
+            "meta-llama/Meta-Llama-3-8B",
+            3,
+            ["32 attention heads", "8 KV heads", "divisible by the tensor parallel size (3)"],
+            "1, 2, 4 or 8",
+        ),
+        ("Qwen/Qwen2.5-7B-Instruct", 7, ["28 attention heads", "4 KV heads", "not a multiple of the 4 KV heads"], "1, 2 or 4"),
+    ],
+)
+def test_vllm_tensor_parallel_must_divide_the_models_heads(actor, tp, words, working):
+    c = cfg(models={"actor": actor}, placement={"vllm": {"engines": 1, "tensor_parallel_size": tp}})
+    err = keyed(findings(c))["placement.vllm.tensor_parallel_size"]
+    for word in words:
+        assert word in err.message, err.message
+    assert err.hint.endswith(working) and err.reason
+    ok = cfg(models={"actor": actor}, placement={"vllm": {"engines": 1, "tensor_parallel_size": int(working[0])}})
+    assert "placement.vllm.tensor_parallel_size" not in keyed(findings(ok))
+
+
+def test_vllm_heads_come_from_a_local_config_json_or_the_shape_keys(tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {"num_hidden_layers": 2, "hidden_size": 640, "intermediate_size": 1024, "num_attention_heads": 10, "num_key_value_heads": 2}
+            | {"vocab_size": 1000}
+        )
+    )
+    local = cfg(models={"actor": str(tmp_path)}, placement={"vllm": {"engines": 1, "tensor_parallel_size": 4}})
+    err = keyed(findings(local))["placement.vllm.tensor_parallel_size"]
+    assert "10 attention heads" in err.message and "config.json" in err.message and err.hint.endswith("1 or 2")
+    by_keys = cfg(
+        models={"actor": "org/unknown", "heads": 12, "kv_heads": 4}, placement={"vllm": {"engines": 1, "tensor_parallel_size": 8}}
+    )
+    assert "12 attention heads" in keyed(findings(by_keys))["placement.vllm.tensor_parallel_size"].message
+    unknown = cfg(models={"actor": "org/unknown"}, placement={"vllm": {"engines": 1, "tensor_parallel_size": 3}})
+    assert "placement.vllm.tensor_parallel_size" not in keyed(findings(unknown))  # unknown shape: no guess
+
+
 def test_vllm_sleep_without_colocate_all_is_switched_off_by_openrlhf():
     c = cfg(placement={"vllm": {"engines": 2, "tensor_parallel_size": 4, "enable_sleep": True}})
     assert "placement.vllm.enable_sleep" in keyed(findings(c), "warning")

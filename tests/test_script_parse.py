@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf_launch.core.script import ScriptError, TrainerCall, parse_script
+from rlhf_launch.importer.bash import ScriptError, TrainerCall, parse_script
 
 DATA = Path(__file__).parent / "data" / "scripts"
 SCRIPTS = sorted(DATA.glob("*.sh"))

@@ -20,9 +20,10 @@ def command(
     as_json: bool = options.JSON,
 ) -> None:
     """Classify why a run's attempt failed or stalled (failure class, retriable, phase, step, evidence, hint)."""
+    from rlhf_launch import diagnose
     from rlhf_launch.cli import report
     from rlhf_launch.errors import UserError
-    from rlhf_launch.runs import diagnose, evidence, remote
+    from rlhf_launch.runs import evidence, remote
 
     data: dict[str, Any]
     if log is not None:

@@ -29,9 +29,8 @@ def command(
     """Read a script that runs the OpenRLHF trainer and write the equivalent config."""
     from pathlib import Path
 
-    from rlhf_launch.core.importer import config_name, import_call
-    from rlhf_launch.core.script import ScriptError, parse_script
     from rlhf_launch.errors import UserError
+    from rlhf_launch.importer import ScriptError, config_name, import_script
 
     path = Path(script)
     try:
@@ -49,11 +48,12 @@ def command(
             raise UserError(f"--var {item!r} is not NAME=VALUE")
         environ[name] = value
     try:
-        call = parse_script(text, environ=environ)
+        imported = import_script(
+            text, name=config_name(path.stem), environ=environ, script_version=script_version, target_version=openrlhf_version
+        )
     except ScriptError as exc:
         raise UserError(f"{script}: {exc}", hint="the script must run python -m openrlhf.cli.train_ppo_ray once") from None
-    imported = import_call(call, name=config_name(path.stem), script_version=script_version, target_version=openrlhf_version)
-    body = imported.yaml(script, call.line)
+    body = imported.yaml(script, imported.call.line if imported.call else None)
     notes = [f"{f.level}: {f.key}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "") for f in imported.findings]
     if out is None:
         output.echo(body, end="")

@@ -3,21 +3,29 @@ timeouts, and typed errors (unreachable, timed out, auth rejected, not found). N
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
+from rlhf_launch.cluster import gcs
 from rlhf_launch.cluster.auth import Token
 from rlhf_launch.core.config import check_address
 from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, ClusterTimeout, ClusterUnreachable, UserError
 
 DEFAULT_TIMEOUT = 5.0
+GCS_PORT_HINT = f"port {gcs.GCS_PORT} is Ray's GCS port (what workers join); the dashboard listens on {gcs.DASHBOARD_PORT} by default"
 
 
 class NotFound(ClusterError):
     """HTTP 404 for a path: the caller turns it into what was not found (a job, ...)."""
+
+
+class NotADashboard(ClusterRefused):
+    """Something answered at the address, but not in HTTP: the GCS port, a Redis, another service."""
 
 
 def normalize(address: str) -> str:
@@ -49,6 +57,8 @@ class Dashboard:
                 payload = response.read()
         except urllib.error.HTTPError as exc:
             raise self._http_error(exc) from None
+        except http.client.HTTPException as exc:  # an answer that is no HTTP/1.1 (BadStatusLine: its raw bytes)
+            raise self._not_http(exc) from None
         except TimeoutError:
             raise ClusterTimeout(
                 f"the Ray dashboard at {self.address} did not answer within {wait:g}s",
@@ -61,16 +71,34 @@ class Dashboard:
                     f"the Ray dashboard at {self.address} did not answer within {wait:g}s",
                     hint="the cluster may be overloaded or paused; its state is unknown, try again",
                 ) from None
-            raise ClusterUnreachable(
-                f"cannot reach the Ray dashboard at {self.address}: {reason}",
-                hint="is the cluster up (rlhf-launch up --head)? set cluster.address or --address",
-            ) from None
+            hint = "is the cluster up (rlhf-launch up --head)? set cluster.address or --address"
+            if self._host_port()[1] == gcs.GCS_PORT:
+                hint = GCS_PORT_HINT
+            raise ClusterUnreachable(f"cannot reach the Ray dashboard at {self.address}: {reason}", hint=hint) from None
         if not payload:
             return None
         try:
             return json.loads(payload)
         except ValueError:
             return payload.decode(errors="replace")
+
+    def _host_port(self) -> tuple[str, int]:
+        parts = urlsplit(self.address)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        return parts.hostname or "", port or (443 if parts.scheme == "https" else 80)
+
+    def _not_http(self, exc: Exception) -> ClusterError:
+        host, port = self._host_port()
+        found = gcs.not_the_dashboard(self.address, host, port, self.token)
+        if found is not None:
+            return NotADashboard(*found)
+        hint = GCS_PORT_HINT if port == gcs.GCS_PORT else "check the address: it must be the Ray dashboard (default port 8265)"
+        if isinstance(exc, ConnectionError):  # RemoteDisconnected: a dashboard restarting, too; its state is unknown
+            return ClusterUnreachable(f"the Ray dashboard at {self.address} closed the connection without answering", hint=hint)
+        return NotADashboard(f"{self.address} answered, but not in HTTP: it is not a Ray dashboard", hint=hint)
 
     def _http_error(self, exc: urllib.error.HTTPError) -> ClusterError:
         if exc.code == 401:

@@ -260,15 +260,27 @@ def start_blocking(
     raise UserError(f"Ray did not come up within {timeout:g}s", hint=_tail("".join(seen)) or None)
 
 
-def wait_blocking(process: subprocess.Popen[str]) -> int:
-    """Wait for a `--block` Ray; on SIGINT/SIGTERM stop it and return."""
+def wait_blocking(process: subprocess.Popen[str], grace: float = 30.0) -> int:
+    """Wait for a `--block` Ray; on SIGINT/SIGTERM stop it (SIGKILL after `grace`) and return.
+
+    The handler only passes the signal on: it runs inside `process.wait()`, whose lock a wait
+    in the handler could never take (it would hang for ever)."""
+    asked: list[float] = []
 
     def forward(signum: int, _frame: object) -> None:
-        stop_process(process)
+        if not asked:
+            asked.append(time.monotonic())
+            process.send_signal(signal.SIGTERM)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return process.wait()
+        while True:
+            try:
+                return process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                if asked and time.monotonic() - asked[0] > grace:
+                    process.kill()
+                    return process.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

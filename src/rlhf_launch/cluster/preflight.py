@@ -13,6 +13,7 @@ from rlhf_launch.cluster.snapshot import Snapshot
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.placement import simulate
 from rlhf_launch.core.plan import Plan
+from rlhf_launch.util import versions
 
 
 def local_ray_version() -> str | None:
@@ -23,19 +24,15 @@ def local_ray_version() -> str | None:
         return None
 
 
-def _major_minor(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
+def _major(version: str) -> int | str:
+    parsed = versions.maybe(version)
+    return parsed.major if parsed is not None else version.split(".")[0]
 
 
 def ray_versions(local: str | None, cluster: str, openrlhf_pin: str | None = None) -> list[Finding]:
     out = []
     if local and local != cluster:
-        lm, cm = _major_minor(local), _major_minor(cluster)
-        if lm[:1] != cm[:1]:
+        if _major(local) != _major(cluster):
             out.append(
                 error("ray", f"this machine runs ray {local} but the cluster runs ray {cluster}", f"pip install 'ray[default]=={cluster}'")
             )

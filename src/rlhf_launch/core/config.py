@@ -55,6 +55,42 @@ def check_address(value: str) -> str:
     return value
 
 
+# http(s)://host[:port][/path?query]; a host as Docker and Kubernetes name services (underscores too) or [IPv6].
+_REWARD_URL = re.compile(r"(?i:https?)://(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(?::(?P<port>\d{1,5}))?(?:[/?#]\S*)?")
+
+
+def _split_urls(value: str | list[str]) -> list[str]:
+    return [url for item in ([value] if isinstance(value, str) else value) for url in item.split(",")]
+
+
+def check_reward_urls(urls: list[str]) -> None:
+    """OpenRLHF's remote_rm_url, split on commas as its start-up does: http(s) reward servers
+    (it spreads the batches over them), or one Python file on the nodes (its reward_func)."""
+    if not urls:
+        raise ValueError("give a URL, or a list of URLs")
+    if len(urls) == 1 and urls[0].endswith(".py"):
+        return
+    for url in urls:
+        if not url:
+            raise ValueError("an empty URL (a stray comma?)" if len(urls) > 1 else "an empty URL")
+        if url != url.strip() or any(c.isspace() for c in url):
+            raise ValueError(f"{url!r} holds whitespace: OpenRLHF splits the URLs on commas alone")
+        if url.endswith(".py"):
+            raise ValueError(f"{url!r}: a reward function file cannot be combined with URLs (use models.reward_func alone)")
+        match = _REWARD_URL.fullmatch(url)
+        if match is not None and match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
+            raise ValueError(f"{url!r}: the port must be 1..65535")
+        # Another form (a fork's `rule:http://...`) is passed on unchanged, as OpenRLHF's parser
+        # takes it; core/rules.py warns that the published trainer posts to http(s) URLs only.
+
+
+def odd_reward_urls(urls: list[str]) -> list[str]:
+    """The items OpenRLHF's published trainer cannot post to: neither an http(s) URL nor one `.py` file."""
+    if len(urls) == 1 and urls[0].endswith(".py"):
+        return []
+    return [url for url in urls if _REWARD_URL.fullmatch(url) is None]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -98,9 +134,8 @@ class ModelsSection(_Section):
     @field_validator("reward_remote_url")
     @classmethod
     def _urls(cls, value: str | list[str] | None) -> str | list[str] | None:
-        urls = [value] if isinstance(value, str) else value or []
-        if value is not None and (not urls or any(not u.strip() or "," in u for u in urls)):
-            raise ValueError("give one URL, or a list of URLs, each non-empty and without commas")
+        if value is not None:
+            check_reward_urls(_split_urls(value))
         return value
 
     @field_validator("reward_func", "agent_func")
@@ -123,8 +158,8 @@ class ModelsSection(_Section):
 
     @property
     def remote_urls(self) -> list[str]:
-        value = self.reward_remote_url
-        return [value] if isinstance(value, str) else list(value or [])
+        """Each URL, as OpenRLHF splits its comma-separated remote_rm_url."""
+        return _split_urls(self.reward_remote_url or [])
 
 
 class RolePlacement(_Section):
@@ -132,8 +167,14 @@ class RolePlacement(_Section):
     gpus_per_node: PositiveInt | None = None
 
 
+class RewardPlacement(RolePlacement):
+    # 0 x 0 places no reward model, as scripts with a remote reward write it (needs one)
+    nodes: NonNegativeInt | None = None
+    gpus_per_node: NonNegativeInt | None = None
+
+
 class VllmPlacement(_Section):
-    engines: NonNegativeInt = 0
+    engines: NonNegativeInt | None = 0  # None: the flag left unset, the release's default (no vLLM)
     tensor_parallel_size: PositiveInt = 1
     gpu_memory_utilization: float = Field(0.95, gt=0, le=1)
     enable_sleep: bool = False
@@ -143,7 +184,7 @@ class PlacementSection(_Section):
     actor: RolePlacement = RolePlacement()
     critic: RolePlacement = RolePlacement()
     ref: RolePlacement = RolePlacement()
-    reward: RolePlacement = RolePlacement()
+    reward: RewardPlacement = RewardPlacement()
     vllm: VllmPlacement = VllmPlacement()
     colocate: list[Colocation] = []
 
@@ -178,6 +219,9 @@ class DataSection(_Section):
     apply_chat_template: bool = False
     prompt_max_len: PositiveInt = 1024
     generate_max_len: PositiveInt = 1024
+    # Leave the trainer's max_new_tokens unset (releases with --max_len, 0.9.8+), its default:
+    # each sample generates up to prompt_max_len + generate_max_len (--max_len) minus its prompt.
+    generate_to_max_len: bool = False
     max_samples: PositiveInt | None = None
     eval_dataset: str | None = None
 
@@ -233,6 +277,9 @@ class CheckpointSection(_Section):
     universal: bool = False
     save_value_network: bool = False
     max_num: PositiveInt = 3
+    # Every attempt passes the release's load flag, so the first one loads the latest checkpoint
+    # in ckpt_path when there is one (as a script's --load_checkpoint did) and starts fresh when none.
+    load: bool = False
 
     @field_validator("save_steps")
     @classmethod
@@ -315,12 +362,27 @@ class LaunchConfig(_Section):
     def colocated(self, kind: Colocation) -> bool:
         return kind in self.placement.colocate
 
+    @model_validator(mode="after")
+    def _reward_placed(self) -> LaunchConfig:
+        reward = self.placement.reward
+        if 0 in (reward.nodes, reward.gpus_per_node) and not (self.models.remote_reward or self.models.agent_func):
+            raise ValueError(
+                "placement.reward: 0 nodes or GPUs place no reward model, so rollouts need a remote reward "
+                "(models.reward_remote_url or models.reward_func) or an agent function"
+            )
+        return self
+
 
 # ---------------------------------------------------------------- loading
 
 
 MAX_CONFIG_BYTES = 1 << 20  # a config is a page of YAML; anything larger is a mistake (or a device)
 MAX_YAML_VALUES = 100_000  # values after expanding aliases: enough for any config, far from a "billion laughs"
+MAX_YAML_DEPTH = 64  # nested mappings and lists: a config has a few levels; deeper is a mistake, not a config
+
+
+def _codepoint(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character)
 
 
 class _Document:
@@ -329,14 +391,21 @@ class _Document:
 
     def __init__(self, text: str, source: str):
         self.source = source
-        loader = yaml.SafeLoader(text)
         try:
+            loader = yaml.SafeLoader(text)  # the reader refuses NUL and other control characters here
             try:
                 self.root = loader.get_single_node()
                 self._check()
                 self.data = loader.construct_document(self.root) if self.root is not None else None
             finally:
                 loader.dispose()
+        except yaml.reader.ReaderError as exc:
+            line = text[: exc.position].count("\n") + 1
+            raise UserError(
+                f"{source}:{line}: character U+{_codepoint(exc.character):04X} at offset {exc.position} is not allowed in YAML "
+                "(binary data, or a stray control character)",
+                hint="a config is plain UTF-8 text: no NUL or other control characters",
+            ) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{source}:{mark.line + 1}" if mark else source
@@ -347,12 +416,15 @@ class _Document:
 
     def _check(self) -> None:
         sizes: dict[int, int] = {}
+        heights: dict[int, int] = {}  # levels of nesting below a node (aliases included)
         open_nodes: set[int] = set()
 
-        def size(node: yaml.Node) -> int:
+        def size(node: yaml.Node, depth: int = 1) -> int:
             key = id(node)
             if key in sizes:
+                self._deep(node, depth + heights[key])
                 return sizes[key]
+            self._deep(node, depth)
             if key in open_nodes:
                 raise UserError(f"{self.source}:{node.start_mark.line + 1}: a YAML alias refers to the value that holds it")
             open_nodes.add(key)
@@ -368,11 +440,13 @@ class _Document:
                                 hint="a key may appear once per section; remove one of them",
                             )
                         seen[key_node.value] = line
-                    total += size(key_node) + size(value_node)
+                    total += size(key_node, depth + 1) + size(value_node, depth + 1)
             elif isinstance(node, yaml.SequenceNode):
-                total += sum(size(item) for item in node.value)
+                total += sum(size(item, depth + 1) for item in node.value)
             open_nodes.discard(key)
             sizes[key] = total
+            children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+            heights[key] = 1 + max((heights[id(n)] for n in children), default=0) if isinstance(children, list) else 0
             if total > MAX_YAML_VALUES:
                 raise UserError(
                     f"{self.source}:{node.start_mark.line + 1}: YAML anchors and aliases expand to more than {MAX_YAML_VALUES} values",
@@ -382,6 +456,13 @@ class _Document:
 
         if self.root is not None:
             size(self.root)
+
+    def _deep(self, node: yaml.Node, depth: int) -> None:
+        if depth > MAX_YAML_DEPTH:
+            raise UserError(
+                f"{self.source}:{node.start_mark.line + 1}: YAML nested more than {MAX_YAML_DEPTH} levels deep",
+                hint="a config is a few levels of sections",
+            )
 
     def lines(self) -> dict[KeyPath, int]:
         """Each key path in the document -> its 1-based line."""

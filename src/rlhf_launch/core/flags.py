@@ -67,6 +67,18 @@ def _total_len(ctx: Ctx) -> int:
     return ctx.cfg.data.prompt_max_len + ctx.cfg.data.generate_max_len
 
 
+def _new_tokens(ctx: Ctx) -> int | None:
+    """--max_new_tokens: unset (OpenRLHF: up to max_len minus each prompt) under data.generate_to_max_len."""
+    return None if ctx.cfg.data.generate_to_max_len else ctx.cfg.data.generate_max_len
+
+
+def _generate_len(ctx: Ctx) -> int:
+    """--generate_max_len (releases before --max_len): a fixed budget only."""
+    if ctx.cfg.data.generate_to_max_len:
+        raise Unexpressible("generation up to max_len (it has only --generate_max_len, a fixed length)", "data.generate_to_max_len")
+    return ctx.cfg.data.generate_max_len
+
+
 def _dtype(ctx: Ctx) -> str:
     return ctx.cfg.deepspeed.dtype
 
@@ -144,8 +156,8 @@ FLAG_VALUES: dict[str, Getter] = {
     "param_dtype": _dtype,
     "attn_implementation": _attn,
     "max_len": _total_len,
-    "max_new_tokens": _attr("data.generate_max_len"),
-    "generate_max_len": _attr("data.generate_max_len"),
+    "max_new_tokens": _new_tokens,
+    "generate_max_len": _generate_len,
     "flash_attn": _flash_switch,
     "bf16": _bf16_switch,
     "is_correction_level": _is_part(0),
@@ -252,10 +264,12 @@ def render(
         wandb_flag = dialect.pick(flags, dialect.WANDB_KEY_FLAG)
         if wandb_flag:
             argv += [f"--{wandb_flag}", dialect.WANDB_PLACEHOLDER]
-    if load_checkpoint:
+    if load_checkpoint or cfg.checkpoint.load:
         load_flag = dialect.pick(flags, dialect.LOAD_FLAG)
         if load_flag is None:
-            findings.append(error("resume", f"openrlhf {flags.version} has no checkpoint load flag"))
+            findings.append(
+                error("checkpoint.load" if cfg.checkpoint.load else "resume", f"openrlhf {flags.version} has no checkpoint load flag")
+            )
         else:
             argv.append(f"--{load_flag}")
     argv_extra, extra_findings = _render_extra(cfg, flags)
@@ -290,6 +304,10 @@ def _render_extra(cfg: LaunchConfig, flags: FlagSet) -> tuple[list[str], list[Fi
         spelled = renames.for_target(name, value, flags)  # another era's spelling or an abbreviation
         if spelled is None:
             guess = dialect.similar(name, flags)
+            nameless = renames.nameless(name, value, flags)  # another release's flag, with no name in this one
+            if nameless is not None:
+                findings.append(error(key, *nameless))
+                continue
             hint = f"openrlhf {flags.version} calls it {guess}" if guess else "see the release's train_ppo_ray flags"
             findings.append(error(key, f"openrlhf {flags.version} has no flag --{name}", hint))
             continue

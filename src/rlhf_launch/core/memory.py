@@ -1,33 +1,68 @@
 """Memory feasibility: per-role GPU memory and per-node host memory, before submission. Pure.
 
-Training roles (actor, critic), mixed-precision Adam (ZeRO paper: 16 bytes/param):
-  bf16 params 2 B, bf16 grads 2 B, fp32 master + two Adam moments 12 B, partitioned over
-  the role's GPUs by the ZeRO stage (1: optimizer; 2: + grads; 3: + params). Under ZeRO-3
-  DeepSpeed's own estimator (estimate_zero3_model_states_mem_needs) adds 2 B/param and
-  4 B x the largest layer; we add the same, so our figures equal DeepSpeed's.
-  adam_offload (DeepSpeed offload_optimizer=cpu): fp32 master, moments and fp32 grads,
-  16 B/param, live in host RAM, partitioned across the role's ranks; the GPU keeps the bf16
-  params and DeepSpeed's largest-layer buffer.
-  Activations per micro batch (Korthikanti et al. 2022, 16-bit): a layer holds
+The model. Each GPU runs a sequence of phases; a phase's need is the sum of what is resident
+on that GPU then, and the GPU's figure is the peak over phases, never the sum of the phases.
+
+Phases (OpenRLHF's loop, trainer/ppo_trainer.py, ppo_utils/experience_maker.py):
+  generate         vLLM generates: its whole share is awake.
+  experience:ROLE  actor, critic, ref and reward each run a no-grad forward over the rollouts.
+                   Colocated models run one at a time (the dispatcher waits and empties the
+                   cache between them when the models share GPUs).
+  train:ROLE       critic, then actor, train. One at a time when deepspeed.enable_sleep
+                   (reload -> fit -> offload) and, up to 0.8.x, under colocate-all; at once
+                   otherwise (both in one `train` phase).
+  The weight sync to vLLM is not a phase of its own: it holds vLLM's weights (0.11: only
+  the weights are woken) beside the actor's resident states, less than `generate`.
+
+What is resident, per GPU (P parameters, n GPUs of the role, t DeepSpeed tensor parallel):
+  Trained models, mixed-precision Adam (ZeRO paper: 16 B/param): bf16 params 2P, bf16
+  grads 2P, fp32 master + two moments 12P, partitioned over n/t ranks of P/t by the ZeRO
+  stage (1: optimizer; 2: + grads; 3: + params). Under ZeRO-3 DeepSpeed's own estimator
+  (estimate_zero3_model_states_mem_needs) adds 2P/n and 4 B x the largest layer; we add the
+  same, so our figures equal DeepSpeed's. The 4 B x largest layer (one gathered layer) is
+  a working set: only while the model computes.
+  adam_offload (offload_optimizer=cpu): master, moments and fp32 grads (16P/n) live in host
+  RAM; the GPU keeps the bf16 params.
+  deepspeed.enable_sleep (OpenRLHF offload_deepspeed_states): optim_states, hp_params,
+  contiguous_grad_buffer and (DeepSpeed >= 0.16.5) lp_grads go to pinned host RAM after
+  each fit and come back before the next; lp_params stay on the GPU (OpenRLHF PR #808:
+  DeepSpeed does not offload them). With adam_offload it offloads nothing (nothing to).
+  Inference models (ref, reward): bf16 params under their ZeRO stage (3 when the trained
+  models use 3, else 0), on the host with ref_reward_offload.
+  vLLM: gpu_memory_utilization x GPU memory while awake: vLLM sizes its KV cache as that
+  share minus weights (2P/TP), activations and CUDA graphs (RUNTIME_OVERHEAD_GIB); the share
+  is per instance (docs: engine_args gpu_memory_utilization). With vllm.enable_sleep
+  (colocate-all only; OpenRLHF calls sleep(level=1)): weights to host RAM, KV cache
+  discarded; what stays (CUDA context, NCCL, CUDA-graph pool) is VLLM_ASLEEP_GIB
+  (vLLM docs, sleep mode: "releasing up to 90%+ of GPU memory").
+  Each DeepSpeed process on a GPU: CUDA context and NCCL buffers, CUDA_CONTEXT_GIB.
+Working sets, only while the role computes:
+  Training activations per micro batch (Korthikanti et al. 2022, 16-bit): a layer holds
   s*b*h*(34 + 5*a*s/h) bytes, the attention-score term gone with flash attention; with
   gradient checkpointing only each layer's input (2*s*b*h) is kept plus one layer being
-  recomputed. The logits buffer is micro batch x seq x vocab x 4 bytes (fp32).
-Tokens per micro batch (s x b above): micro batch x max_len (prompt + generated) sequences;
-  packed (packing_samples), one sequence of micro batch x max_len tokens. Dynamic batching
-  fills each micro batch up to its token budget (train / rollout max_tokens_per_gpu): that is
-  the plan, and max_len only a bound (one longer sequence is a micro batch of its own), so
-  needing more than a GPU has only in that worst case is a warning. Ring attention splits
-  each sequence over ring_attn_size GPUs.
-Inference roles (ref, reward): bf16 params under their ZeRO stage, on the host with
-  ref_reward_offload; a forward pass's working set (one layer) and, for ref, fp32 logits.
-vLLM engines: weights 2P/TP per GPU; KV-cache budget = gpu_memory_gb x utilization -
-  weights - RUNTIME_OVERHEAD_GIB (CUDA graphs, activations, NCCL); the engine takes its whole
-  utilization share.
-Colocation: what shares a GPU adds up per phase; vLLM sleep frees its share while
-  DeepSpeed trains, DeepSpeed sleep moves actor/critic states to host RAM while vLLM
-  generates. The peak phase is reported.
-Not covered: fragmentation, NCCL buffers outside vLLM, the CUDA context of each process,
-  dataloader and tokenizer memory, host memory while loading checkpoints.
+  recomputed. Logits (actor, models/actor.py): HF returns bf16 logits, OpenRLHF casts them
+  to fp32; flash-attn's cross_entropy_loss saves the fp32 logits and its backward allocates
+  fp32 dlogits (inplace_backward=False): 8 B x tokens x vocab while training, 6 B (bf16 +
+  fp32 copy) in a no-grad forward. A no-grad forward otherwise holds one layer (34*s*b*h).
+Tokens per micro batch per GPU (s x b above): micro batch x max_len (prompt + generated)
+  sequences; packed (packing_samples), one sequence of micro batch x max_len tokens, split
+  over ring_attn_size GPUs. Dynamic batching fills a micro batch up to max_tokens_per_gpu x
+  ring_attn_size x tensor_parallel tokens (utils/seqlen_balancing.py), so max_tokens_per_gpu
+  per GPU after the ring split; max_len is only a bound (one longer sequence is a micro
+  batch of its own: ceil(max_len / ring_attn_size) tokens per GPU).
+
+Refusing and warning. The token counts above are bounds the data may never reach, and the
+sizes of allocator fragmentation, NCCL and library versions move the figures by several GiB;
+the resident parts (states, weights, vLLM's share) do not depend on the data. So:
+  refused (reason memory) when clearly over: the resident parts of a phase alone exceed the
+    GPU (no micro batch fits), or the peak exceeds the GPU by more than OVER_MARGIN and
+    cluster.gpu_memory_gb is stated (an assumed GPU size is not grounds to refuse);
+  warned when the peak exceeds the GPU otherwise (with the tokens per GPU that fit), or is
+    within HEADROOM under it. vLLM alone on its GPUs is never warned about: it takes its
+    share by construction.
+Not covered: fragmentation, the entropy term (actor.entropy_coef set: another ~8 B x tokens x
+  vocab), tensor-parallel splitting of activations (kept whole: an over-estimate), dataloader
+  and tokenizer memory, host memory while loading checkpoints.
 """
 
 from __future__ import annotations
@@ -41,10 +76,21 @@ from rlhf_launch.core.placement import NodeFree, declared_nodes, simulate
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.core.settings import Settings
 from rlhf_launch.core.shapes import Shape, from_fields, lookup
+from rlhf_launch.openrlhf.flagset import version_key
 
 GIB = 1024**3
-RUNTIME_OVERHEAD_GIB = 3.0
-HEADROOM = 0.10
+RUNTIME_OVERHEAD_GIB = 3.0  # vLLM, awake: activations, CUDA graphs, NCCL (inside its share)
+VLLM_ASLEEP_GIB = 1.5  # vLLM, asleep: CUDA context, NCCL communicators, CUDA-graph pool
+CUDA_CONTEXT_GIB = 0.5  # each DeepSpeed process on a GPU: CUDA context and NCCL buffers
+HEADROOM = 0.10  # warn when the peak is within this fraction under the GPU
+OVER_MARGIN = 0.15  # refuse (stated GPU size) only when the peak is over the GPU by more than this
+TRAIN_LOGIT_BYTES = 8  # fp32 logits saved for the loss + fp32 dlogits
+FORWARD_LOGIT_BYTES = 6  # bf16 logits + their fp32 copy, no grad
+
+# Parts that exist only while their role computes (the rest is resident while it is awake).
+TRANSIENT = ("activations", "logits", "forward", "gather_buffer")
+# Parts a DeepSpeed model keeps on the GPU while it sleeps (offload_deepspeed_states).
+KEPT_ASLEEP = ("params", "cuda_context")
 
 
 def gib(n_bytes: float) -> float:
@@ -63,7 +109,9 @@ def model_states(params: float, largest: float, stage: int, world: int, offload:
         gpu["grads"] = 2 * p / shard[1]
         gpu["optimizer"] = 12 * p / shard[2]
     if stage == 3:
-        gpu["zero3_buffers"] = 4 * largest + (0 if offload else 2 * p / n)
+        if not offload:
+            gpu["zero3_extra"] = 2 * p / n
+        gpu["gather_buffer"] = 4 * largest
     return gpu, host
 
 
@@ -80,16 +128,30 @@ class RoleMemory:
     role: str
     shape: str
     gpus: int
-    parts: dict[str, float]  # GiB per GPU
-    phase: str  # train | generate | always
+    parts: dict[str, float]  # GiB per GPU while the role does its main work (train / forward / generate)
+    phase: str  # train | experience | generate
     host_parts: dict[str, float] = field(default_factory=dict)  # GiB per rank
-    sleeps: bool = False  # leaves the GPU outside its phase
+    sleeps: bool = False  # leaves the GPU outside its phases (vLLM / DeepSpeed sleep)
     notes: list[str] = field(default_factory=list)
     kv_sequences: float | None = None  # vLLM: sequences of max_len its KV cache holds
+    forward: dict[str, float] = field(default_factory=dict)  # actor/critic: working set of the no-grad forward
+    asleep: dict[str, float] = field(default_factory=dict)  # GiB per GPU kept while asleep
+    tokens: int = 0  # tokens per GPU its main working set is for
+    forward_tokens: int = 0  # actor/critic: tokens per GPU of the no-grad forward
 
     @property
     def gpu(self) -> float:
         return sum(self.parts.values())
+
+    @property
+    def resident(self) -> float:
+        """GiB while awake and idle: everything but the working set."""
+        return sum(v for k, v in self.parts.items() if k not in TRANSIENT)
+
+    @property
+    def idle(self) -> float:
+        """GiB while another role's phase runs."""
+        return sum(self.asleep.values()) if self.sleeps else self.resident
 
     @property
     def host_per_rank(self) -> float:
@@ -101,10 +163,16 @@ class GroupMemory:
     name: str
     roles: list[str]
     phases: dict[str, float]  # GiB per GPU in each phase
+    floors: dict[str, float] = field(default_factory=dict)  # the resident part of each phase (no working sets)
+    working: dict[str, tuple[float, int]] = field(default_factory=dict)  # phase -> (working GiB, its tokens per GPU)
 
     @property
     def peak(self) -> float:
         return max(self.phases.values()) if self.phases else 0.0
+
+    @property
+    def floor(self) -> float:
+        return max(self.floors.values()) if self.floors else 0.0
 
     @property
     def peak_phase(self) -> str:
@@ -141,8 +209,10 @@ class MemoryReport:
                     "gpus": r.gpus,
                     "gpu_gib_own": round(r.gpu, 2),
                     "gpu_gib_peak": round(peak, 2),
+                    "gpu_gib_resident": round(group.floor if group else r.resident, 2),
                     "gpu_gib_limit": self.gpu_limit,
                     "peak_phase": group.peak_phase if group else r.phase,
+                    "phases": {k: round(v, 2) for k, v in group.phases.items()} if group else {},
                     "shared_with": [x for x in group.roles if x != r.role] if group else [],
                     "host_gib_per_rank": round(r.host_per_rank, 2),
                     "host_parts": {k: round(v, 2) for k, v in r.host_parts.items()},
@@ -171,14 +241,16 @@ def batches(cfg: LaunchConfig, settings: Settings | None, worst: bool = False) -
     """(training micro batch, rollout forward micro batch) per GPU; `worst`: with max_len sequences only."""
     t = cfg.train
     max_len = settings.max_len if settings and settings.max_len else cfg.data.prompt_max_len + cfg.data.generate_max_len
-    ring = settings.ring_attn_size if settings else 1
+    ring = settings.ring_attn_size if settings else (cfg.deepspeed.ring_attn_size or 1)
     if settings is not None and settings.dynamic_batch:
+        # a micro batch holds up to max_tokens_per_gpu x ring tokens, split over the ring: the budget per GPU
         train_budget = settings.train_max_tokens_per_gpu or max_len
         rollout_budget = settings.rollout_max_tokens_per_gpu or train_budget
         if worst:
-            train_budget, rollout_budget = max(train_budget, max_len), max(rollout_budget, max_len)
-        return Batch(1, -(-train_budget // ring)), Batch(1, -(-rollout_budget // ring))
-    if settings is not None and settings.packing:
+            longest = -(-max_len // ring)
+            train_budget, rollout_budget = max(train_budget, longest), max(rollout_budget, longest)
+        return Batch(1, train_budget), Batch(1, rollout_budget)
+    if (settings is not None and settings.packing) or (settings is None and cfg.deepspeed.packing_samples):
         return Batch(1, -(-t.micro_train_batch_size * max_len // ring)), Batch(1, -(-t.micro_rollout_batch_size * max_len // ring))
     return Batch(t.micro_train_batch_size, max_len), Batch(t.micro_rollout_batch_size, max_len)
 
@@ -205,11 +277,11 @@ def estimate(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) ->
     vllm = next((r for r in roles if r.role == "vllm"), None)
     if vllm is not None:
         kv_sequences = vllm.kv_sequences
-    groups = _groups(cfg, plan, roles)
+    groups = _groups(cfg, plan, roles, settings)
     for g in groups:
         _check_gpu(g, limit, findings, cfg)
     if settings is not None and batches(cfg, settings, worst=True) != batches(cfg, settings):
-        worst = _groups(cfg, plan, _roles(cfg, plan, settings, [], worst=True))
+        worst = _groups(cfg, plan, _roles(cfg, plan, settings, [], worst=True), settings)
         for g in worst:
             planned = next((p for p in groups if p.name == g.name), None)
             if planned is not None and planned.peak <= limit < g.peak:
@@ -226,14 +298,18 @@ def estimate(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) ->
     return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
 
 
+def _ds_tp(cfg: LaunchConfig, settings: Settings | None) -> int:
+    return settings.ds_tensor_parallel_size if settings is not None else (cfg.deepspeed.tensor_parallel_size or 1)
+
+
 def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: list[Finding], *, worst: bool) -> list[RoleMemory]:
     ds = cfg.deepspeed
     limit = cfg.cluster.gpu_memory_gb
     shapes = _shapes(cfg)
     roles: list[RoleMemory] = []
-    colocate_all = cfg.colocated("all")
     train, rollout = batches(cfg, settings, worst)
     flash = ds.flash_attn if settings is None else "flash_attention" in settings.attention
+    tp = _ds_tp(cfg, settings)
 
     for role in ("actor", "critic", "ref", "reward"):
         rp = plan.role(role)
@@ -248,13 +324,23 @@ def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: l
                 )
             )
             continue
-        p = shape.params
+        p, largest = shape.params / tp, shape.largest_layer / tp  # DeepSpeed AutoTP splits each layer over t GPUs
+        forward = {"forward": gib(rollout.tokens * shape.hidden * 34)}
+        if role in ("actor", "ref"):
+            forward["logits"] = gib(rollout.tokens * shape.vocab * FORWARD_LOGIT_BYTES)
+        context = {"cuda_context": CUDA_CONTEXT_GIB}
         if role in ("actor", "critic"):
-            gpu, host = model_states(p, shape.largest_layer, ds.zero_stage, rp.gpus, ds.adam_offload)
+            gpu, host = model_states(p, largest, ds.zero_stage, max(1, rp.gpus // tp), ds.adam_offload)
             parts = {k: gib(v) for k, v in gpu.items()}
             parts["activations"] = gib(activations(shape, train.sequences, train.seq, ds.gradient_checkpointing, flash))
             if role == "actor":
-                parts["logits"] = gib(train.tokens * shape.vocab * 4)
+                parts["logits"] = gib(train.tokens * shape.vocab * TRAIN_LOGIT_BYTES)
+            parts.update(context)
+            sleeps = ds.enable_sleep and not ds.adam_offload  # offload_deepspeed_states returns early with adam_offload
+            forward = {**({"gather_buffer": parts["gather_buffer"]} if "gather_buffer" in parts else {}), **forward}
+            host_parts = {k: gib(v) for k, v in host.items()}
+            if sleeps:  # what sleep moves to pinned host RAM between fits
+                host_parts = {k: v for k, v in parts.items() if k not in TRANSIENT and k not in KEPT_ASLEEP}
             roles.append(
                 RoleMemory(
                     role,
@@ -262,21 +348,34 @@ def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: l
                     rp.gpus,
                     parts,
                     "train",
-                    {k: gib(v) for k, v in host.items()},
-                    sleeps=colocate_all and ds.enable_sleep,
+                    host_parts,
+                    sleeps=sleeps,
+                    forward=forward,
+                    asleep={k: v for k, v in parts.items() if k in KEPT_ASLEEP},
+                    tokens=train.tokens,
+                    forward_tokens=rollout.tokens,
                 )
             )
         else:
-            n = rp.gpus if ds.zero_stage == 3 else 1
+            n = max(1, rp.gpus // tp) if ds.zero_stage == 3 else 1
             params_gpu = 0.0 if ds.ref_reward_offload else 2 * p / n
             host_bytes = 2 * p / n if ds.ref_reward_offload else 0.0
             parts = {"params": gib(params_gpu)}
             if ds.zero_stage == 3 or ds.ref_reward_offload:
-                parts["gather_buffer"] = gib(4 * shape.largest_layer)
-            parts["forward"] = gib(rollout.tokens * shape.hidden * 34)
-            if role == "ref":
-                parts["logits"] = gib(rollout.tokens * shape.vocab * 4)
-            roles.append(RoleMemory(role, shape.name, rp.gpus, parts, "always", {"params": gib(host_bytes)} if host_bytes else {}))
+                parts["gather_buffer"] = gib(4 * largest)
+            parts.update(forward)
+            parts.update(context)
+            roles.append(
+                RoleMemory(
+                    role,
+                    shape.name,
+                    rp.gpus,
+                    parts,
+                    "experience",
+                    {"params": gib(host_bytes)} if host_bytes else {},
+                    tokens=rollout.tokens,
+                )
+            )
 
     if plan.vllm_engines:
         shape, source = shapes["actor"]
@@ -318,43 +417,69 @@ def _vllm(cfg: LaunchConfig, plan: Plan, shape: Shape, limit: float, findings: l
                 "raise tensor_parallel_size or gpu_memory_utilization",
             )
         )
-    sleeps = cfg.colocated("all") and v.enable_sleep
-    return RoleMemory("vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes, kv_sequences=sequences)
+    sleeps = cfg.colocated("all") and v.enable_sleep  # OpenRLHF turns vLLM sleep off without colocate-all
+    asleep = {"runtime": VLLM_ASLEEP_GIB}
+    return RoleMemory(
+        "vllm", shape.name, plan.vllm_gpus, parts, "generate", sleeps=sleeps, notes=notes, kv_sequences=sequences, asleep=asleep
+    )
 
 
-# Parts that exist only while their role works: training activations and logits, a forward
-# pass's working set. Weights, optimizer states, buffers and vLLM's reserved share stay.
-TRANSIENT = ("activations", "logits", "forward")
-# When each role works: vLLM generates, ref and reward score the rollouts (make experience),
-# actor and critic train. Phases run one after the other, so what shares a GPU only adds
-# up its persistent parts plus the working set of the role that is working.
-ROLE_PHASE = {"vllm": "generate", "ref": "experience", "reward": "experience", "actor": "train", "critic": "train"}
+def _sequential_training(cfg: LaunchConfig, settings: Settings | None) -> bool:
+    """Critic and actor train one after the other (else at once, on the same GPUs if colocated)."""
+    if cfg.deepspeed.enable_sleep:
+        return True
+    version = settings.version if settings is not None else cfg.openrlhf.version
+    try:
+        old = version is not None and version_key(version) < version_key("0.9.0")
+    except ValueError:
+        old = False
+    return old and cfg.colocated("all")  # 0.8.x waited for the critic under colocate-all
 
 
-def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory]) -> list[GroupMemory]:
+def _phases(members: list[RoleMemory], sequential: bool) -> list[tuple[str, dict[str, dict[str, float]], int]]:
+    """Each phase as (name, {role: the parts it has on the GPU then}, tokens per GPU of its working set)."""
+    by_role = {r.role: r for r in members}
+
+    def idle(r: RoleMemory) -> dict[str, float]:
+        return dict(r.asleep) if r.sleeps else {k: v for k, v in r.parts.items() if k not in TRANSIENT}
+
+    out: list[tuple[str, dict[str, dict[str, float]], int]] = []
+    if "vllm" in by_role:
+        out.append(("generate", {r.role: (r.parts if r.role == "vllm" else idle(r)) for r in members}, 0))
+    for name in ("reward", "actor", "critic", "ref"):
+        r = by_role.get(name)
+        if r is None:
+            continue
+        # a sleeping trainer stays offloaded for its forward: it reloads its states only to fit
+        work = {**idle(r), **(r.forward if r.role in ("actor", "critic") else r.parts)}
+        tokens = r.forward_tokens if r.role in ("actor", "critic") else r.tokens
+        out.append((f"experience:{name}", {m.role: (work if m is r else idle(m)) for m in members}, tokens))
+    trained = [by_role[x] for x in ("critic", "actor") if x in by_role]
+    if sequential or len(trained) < 2:
+        for r in trained:
+            out.append((f"train:{r.role}", {m.role: (r.parts if m is r else idle(m)) for m in members}, r.tokens))
+    elif trained:
+        out.append(("train", {m.role: (m.parts if m in trained else idle(m)) for m in members}, trained[-1].tokens))
+    return out
+
+
+def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory], settings: Settings | None = None) -> list[GroupMemory]:
     by_role = {r.role: r for r in roles}
+    sequential = _sequential_training(cfg, settings)
     out = []
     for g in plan.groups:
         members = [by_role[r] for r in g.roles if r in by_role]
         if not members:
             continue
-        if len(members) == 1:
-            phases = {members[0].phase: members[0].gpu}
-        else:
-            phases = {}
-            for phase in ("generate", "experience", "train"):
-                working = [r for r in members if ROLE_PHASE.get(r.role) == phase]
-                if not working:
-                    continue
-                total = 0.0
-                for r in members:
-                    transient = sum(v for k, v in r.parts.items() if k in TRANSIENT)
-                    if r in working:
-                        total += r.gpu
-                    elif not r.sleeps:
-                        total += r.gpu - transient
-                phases[phase] = total
-        out.append(GroupMemory(g.name, [r.role for r in members], phases))
+        phases: dict[str, float] = {}
+        floors: dict[str, float] = {}
+        working: dict[str, tuple[float, int]] = {}
+        for name, present, tokens in _phases(members, sequential):
+            total = sum(sum(parts.values()) for parts in present.values())
+            transient = sum(v for parts in present.values() for k, v in parts.items() if k in TRANSIENT)
+            phases[name], floors[name] = total, total - transient
+            working[name] = (transient, tokens)
+        out.append(GroupMemory(g.name, [r.role for r in members], phases, floors, working))
     return out
 
 
@@ -370,6 +495,8 @@ def _fixes(group: GroupMemory, cfg: LaunchConfig) -> str:
             tips.append("deepspeed.zero_stage: 3")
         if cfg.train.micro_train_batch_size > 1:
             tips.append("a smaller train.micro_train_batch_size")
+        if cfg.colocated("all") and not cfg.deepspeed.enable_sleep and not cfg.deepspeed.adam_offload:
+            tips.append("deepspeed.enable_sleep: true")
     if roles & {"ref", "reward"} and not cfg.deepspeed.ref_reward_offload:
         tips.append("deepspeed.ref_reward_offload: true")
     if "vllm" in roles and cfg.colocated("all") and not cfg.placement.vllm.enable_sleep:
@@ -377,27 +504,49 @@ def _fixes(group: GroupMemory, cfg: LaunchConfig) -> str:
     if "vllm" in roles and len(roles) > 1:
         tips.append(f"a lower placement.vllm.gpu_memory_utilization (vLLM takes {cfg.placement.vllm.gpu_memory_utilization:g} of each GPU)")
     tips.append("more GPUs for the role")
-    if "gpu_memory_gb" not in cfg.cluster.model_fields_set:  # the estimate is only as good as the size it assumes
+    if not _stated(cfg):  # the estimate is only as good as the size it assumes
         tips.append(f"or, if your GPUs have more than {cfg.cluster.gpu_memory_gb:g} GiB (assumed), set cluster.gpu_memory_gb")
     return "; ".join(tips)
 
 
+def _stated(cfg: LaunchConfig) -> bool:
+    return "gpu_memory_gb" in cfg.cluster.model_fields_set
+
+
 def _check_gpu(group: GroupMemory, limit: float, findings: list[Finding], cfg: LaunchConfig) -> None:
     key = f"placement.{group.roles[0]}"
-    shared = f"{'+'.join(group.roles)} ({group.peak_phase} phase)" if len(group.roles) > 1 else group.roles[0]
-    if group.peak > limit:
+    phase = group.peak_phase
+    shared = f"{'+'.join(group.roles)} ({phase} phase)" if len(group.roles) > 1 else group.roles[0]
+    peak, floor = group.peak, group.floor
+    assumed = "" if _stated(cfg) else " (assumed)"
+    if floor > limit:
+        floor_phase = max(group.floors, key=lambda name: group.floors[name])
         findings.append(
             error(
                 key,
-                f"{shared} needs {group.peak:.1f} GiB per GPU but a GPU has {limit:g} GiB",
+                f"{shared} needs {peak:.1f} GiB per GPU but a GPU has {limit:g}{assumed}: its weights, optimizer states and "
+                f"reserved shares alone take {floor:.1f} GiB ({floor_phase} phase), whatever the batch",
                 _fixes(group, cfg),
                 reason="memory",
             )
         )
-    elif group.peak > limit * (1 - HEADROOM):
-        findings.append(
-            warning(key, f"{shared} needs {group.peak:.1f} of {limit:g} GiB per GPU: under {HEADROOM:.0%} headroom", _fixes(group, cfg))
+    elif peak > limit:
+        working, tokens = group.working.get(phase, (0.0, 0))
+        fit = ""
+        if working > 0 and tokens:
+            fitting = int(tokens * max(0.0, limit - group.floors[phase]) / working)
+            fit = f"; it fits with micro batches of up to ~{fitting} tokens per GPU" if fitting > 0 else ""
+        message = (
+            f"{shared} needs {peak:.1f} GiB per GPU but a GPU has {limit:g}{assumed}, when micro batches reach "
+            f"{tokens} tokens per GPU ({working:.1f} GiB of working sets on {group.floors[phase]:.1f} GiB resident){fit}"
         )
+        if _stated(cfg) and peak > limit * (1 + OVER_MARGIN):
+            findings.append(error(key, message, _fixes(group, cfg), reason="memory"))
+        else:
+            findings.append(warning(key, message + ": expect out-of-memory on full micro batches", _fixes(group, cfg)))
+    elif peak > limit * (1 - HEADROOM) and set(group.roles) != {"vllm"}:
+        message = f"{shared} needs {peak:.1f} of {limit:g} GiB per GPU: under {HEADROOM:.0%} headroom"
+        findings.append(warning(key, message, _fixes(group, cfg)))
 
 
 def host_on(report: MemoryReport, plan: Plan, nodes: list[NodeFree]) -> dict[str, float]:
@@ -411,14 +560,13 @@ def _host(plan: Plan, roles: list[RoleMemory], nodes: list[NodeFree] | None = No
     vllm = next((r for r in roles if r.role == "vllm"), None)
     if vllm is not None and vllm.sleeps:
         per_rank["vllm"] = vllm.parts["weights"]  # vLLM sleep (level 1) moves weights to host RAM
-    ds_sleep = {r.role: r.parts.get("params", 0.0) for r in roles if r.role in ("actor", "critic") and r.sleeps}
     nodes = nodes if nodes is not None else declared_nodes(plan.cluster_nodes, plan.cluster_gpus_per_node)
     sim = simulate(plan.groups, nodes)
     out = {n.node_id: 0.0 for n in nodes}
     for placed in sim.placements:
         for node, bundles in placed.per_node.items():
             for role in placed.group.roles:
-                out[node] += bundles * (per_rank.get(role, 0.0) + ds_sleep.get(role, 0.0))
+                out[node] += bundles * per_rank.get(role, 0.0)
     return out
 
 

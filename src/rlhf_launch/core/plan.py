@@ -124,7 +124,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
     ref_on = cfg.train.init_kl_coef > 0
     critic_on = cfg.train.advantage_estimator == "gae"
     reward_on = not cfg.models.remote_reward and not extras.agent
-    engines, tp = cfg.placement.vllm.engines, cfg.placement.vllm.tensor_parallel_size
+    engines, tp = cfg.placement.vllm.engines or 0, cfg.placement.vllm.tensor_parallel_size
     sync_all = colocate_all and not extras.async_train
 
     groups: list[dict[str, Any]] = []

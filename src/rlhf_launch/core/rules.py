@@ -6,11 +6,12 @@ settings) -> findings. An error for something OpenRLHF's start-up accepts names 
 
 from __future__ import annotations
 
-from rlhf_launch.core.config import LaunchConfig
+from rlhf_launch.core.config import LaunchConfig, odd_reward_urls
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.placement import declared_nodes, simulate
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.core.settings import Settings
+from rlhf_launch.core.shapes import attention_heads, tp_refusal, tp_sizes
 from rlhf_launch.openrlhf.flagset import FlagSet, load, newest_version
 
 
@@ -41,6 +42,16 @@ def required(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
                 "no reward model and no remote reward URL: the trainer cannot score rollouts",
                 "set models.reward (a reward model), models.reward_remote_url or models.reward_func",
                 reason="" if gae else "trainer_init",
+            )
+        )
+    odd = odd_reward_urls(cfg.models.remote_urls) if cfg.models.reward_remote_url else []
+    if odd:
+        out.append(
+            warning(
+                "models.reward_remote_url",
+                f"{', '.join(odd)} is not an http(s) URL: OpenRLHF's published trainer posts rollouts to each URL "
+                "and fails at the first reward unless the image runs a fork that reads this form",
+                "give http(s)://host:port/path URLs (comma-separated for several servers), or keep it for a fork's trainer",
             )
         )
     return out
@@ -229,10 +240,24 @@ def deepspeed_batches(cfg: LaunchConfig, plan: Plan, settings: Settings | None =
 
 
 def tensor_parallel(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
-    """vLLM engines spanning nodes work (vLLM's Ray workers span them), only slower."""
+    """vLLM refuses a TP that does not divide the model's heads (where its shape is known).
+    Engines spanning nodes work (vLLM's Ray workers span them), only slower."""
     tp, per_node = plan.vllm_tp, cfg.cluster.gpus_per_node
     if plan.vllm_engines == 0:
         return []
+    heads = attention_heads(cfg.models)
+    if heads is not None and tp_refusal(heads[0], heads[1], tp):
+        n_heads, kv_heads, source = heads
+        working = tp_sizes(n_heads, kv_heads, max(per_node, min(tp, n_heads)))
+        return [
+            error(
+                "placement.vllm.tensor_parallel_size",
+                f"vLLM refuses TP {tp} for the actor ({n_heads} attention heads, {kv_heads} KV heads; {source}): "
+                f"{tp_refusal(n_heads, kv_heads, tp)}",
+                f"use placement.vllm.tensor_parallel_size {' or '.join(', '.join(map(str, working)).rsplit(', ', 1))}",
+                reason="trainer_init",
+            )
+        ]
     if tp > per_node:
         return [
             warning(

@@ -21,6 +21,7 @@ from rlhf_launch.errors import UserError
 from rlhf_launch.openrlhf import dialect, renames
 from rlhf_launch.openrlhf.checks import has
 from rlhf_launch.openrlhf.flagset import FlagSet, version_key
+from rlhf_launch.util import versions
 
 FLASH = "flash_attention_2"
 
@@ -235,7 +236,7 @@ def read(cfg: LaunchConfig, flags: FlagSet, argv: list[str]) -> tuple[Settings, 
 
 
 def _is_0_8_1(version: str) -> bool:
-    return version_key(version)[:3] == (0, 8, 1) and version_key(version)[3] < 1
+    return version_key("0.8.1") <= version_key(version) < version_key("0.8.1.post1")
 
 
 def _span(value: Any) -> tuple[float, float]:
@@ -418,7 +419,13 @@ def trainer_checks(s: Settings, flags: FlagSet) -> list[Finding]:
             )
         )
     pinned = flags.pins.get("vllm")
-    if has("is_logprobs_vllm", v) and s.is_correction and s.vllm_engines > 0 and pinned and version_key(_release(pinned)) <= (0, 10, 0, -1):
+    if (
+        has("is_logprobs_vllm", v)
+        and s.is_correction
+        and s.vllm_engines > 0
+        and pinned
+        and versions.base(pinned) <= versions.parse("0.10.0")
+    ):
         out.append(
             error(
                 s.key("is_correction_level" if "algo.advantage.is_correction_level" in flags else "is_correction_enable"),
@@ -427,16 +434,6 @@ def trainer_checks(s: Settings, flags: FlagSet) -> list[Finding]:
             )
         )
     return out
-
-
-def _release(version: str) -> str:
-    """'0.10.1.1' -> '0.10.1.1'; strips what version_key cannot read (rc, dev, local parts)."""
-    parts = []
-    for part in version.split("+")[0].split("."):
-        if not part.isdigit():
-            break
-        parts.append(part)
-    return ".".join(parts) or "0"
 
 
 def resolve(cfg: LaunchConfig, flags: FlagSet, argv: list[str]) -> tuple[Settings, list[Finding]]:

@@ -118,3 +118,32 @@ def from_fields(models: ModelsSection) -> Shape | None:
         vocab=vocab,
         params_override=models.params_billion,
     )
+
+
+def attention_heads(models: ModelsSection) -> tuple[int, int, str] | None:
+    """(attention heads, KV heads, where from) of the actor, the model vLLM serves; None if unknown."""
+    if models.heads is not None:
+        return models.heads, models.kv_heads or models.heads, "models.heads"
+    shape, source = lookup(models.actor)
+    return (shape.heads, shape.kv_heads, source) if shape is not None else None
+
+
+def tp_refusal(heads: int, kv_heads: int, tp: int) -> str:
+    """Why vLLM refuses tensor parallelism `tp` for a model with these heads ('' if it does not):
+    its model config checks heads % TP, and its QKV layer splits the KV heads over TP (TP < KV
+    heads) or replicates them (TP >= KV heads), each of which must divide the other."""
+    if heads % tp:
+        return f"the number of attention heads ({heads}) must be divisible by the tensor parallel size ({tp})"
+    if (kv_heads % tp) if tp < kv_heads else (tp % kv_heads):
+        relation = (
+            f"{kv_heads} KV heads are not divisible by TP {tp}"
+            if tp < kv_heads
+            else f"TP {tp} is not a multiple of the {kv_heads} KV heads"
+        )
+        return f"{relation}: the KV heads can be neither split nor replicated evenly"
+    return ""
+
+
+def tp_sizes(heads: int, kv_heads: int, up_to: int) -> list[int]:
+    """The tensor parallel sizes from 1 to `up_to` that vLLM accepts for these heads."""
+    return [tp for tp in range(1, up_to + 1) if not tp_refusal(heads, kv_heads, tp)]

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.doctor.spec import Needs
+from rlhf_launch.util import versions
 from rlhf_launch.util.enums import StrEnum
+from rlhf_launch.util.versions import Version
 
 GIB = 1024**3
 SHM_MIN = 1 * GIB  # below this NCCL's shared-memory transport and vLLM TP fail (Docker's default is 64 MB)
@@ -142,10 +142,7 @@ def _ok() -> list[Result]:
 
 
 def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
+    return versions.maybe(text)
 
 
 def _canonical(text: str) -> str:

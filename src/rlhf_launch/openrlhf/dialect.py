@@ -196,7 +196,7 @@ def flag_for(path: str, flags: FlagSet) -> str | None:
 def managed_flags(flags: FlagSet) -> dict[str, str]:
     """Flag name -> the config key (or launcher feature) that owns it in this release."""
     owned = {flag: path for path, spellings in SPELLINGS.items() for spelling in spellings for flag in spelling}
-    owned.update({name: "resume (rlhf-launch resume adds it)" for name in LOAD_FLAG})
+    owned.update({name: "checkpoint.load (rlhf-launch resume adds it too)" for name in LOAD_FLAG})
     owned.update({name: "logging.wandb + WANDB_API_KEY in the environment" for name in WANDB_KEY_FLAG})
     return {flag: path for flag, path in owned.items() if flag in flags}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
@@ -20,6 +19,8 @@ from typing import Any, NoReturn
 from rlhf_launch.errors import UserError
 from rlhf_launch.openrlhf import releases
 from rlhf_launch.openrlhf.extract import extract_flags, extract_group_estimators
+from rlhf_launch.util import versions
+from rlhf_launch.util.versions import Version
 
 TRAINER_MODULE = "openrlhf.cli.train_ppo_ray"
 _TRAINER_FILE = "openrlhf/cli/train_ppo_ray.py"
@@ -33,12 +34,10 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}", hint="check extra_args and the target openrlhf.version")
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sort key for release strings such as 0.9.1.post1 (post releases after the base)."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)*)(?:\.post(\d+))?", version)
-    if not match:
-        raise ValueError(f"not a release version: {version!r}")
-    return tuple(int(part) for part in match.group(1).split(".")) + (int(match.group(2) or -1),)
+def version_key(version: str) -> Version:
+    """Sort key for release strings such as 0.9.1.post1 (post releases after the base); ValueError
+    for what is no published release."""
+    return versions.release(version)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from rlhf_launch.openrlhf.flagset import FlagSet, version_key
+from rlhf_launch.util.versions import Version
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def known_names() -> set[str]:
     return names
 
 
-def _target_key(flags: FlagSet) -> tuple[int, ...] | None:
+def _target_key(flags: FlagSet) -> Version | None:
     try:
         return version_key(flags.version)
     except ValueError:
@@ -130,7 +131,7 @@ def _map_value(change: Change, value: Any, *, forward: bool) -> tuple[bool, Any]
     return False, value
 
 
-def _forward(name: str, value: Any, flags: FlagSet, key: tuple[int, ...] | None) -> Resolution | None:
+def _forward(name: str, value: Any, flags: FlagSet, key: Version | None) -> Resolution | None:
     chain: list[Change] = []
     pending = [(name, value)]
     done: list[tuple[str, Any]] = []
@@ -155,7 +156,7 @@ def _forward(name: str, value: Any, flags: FlagSet, key: tuple[int, ...] | None)
     return None
 
 
-def _backward(name: str, value: Any, flags: FlagSet, key: tuple[int, ...] | None) -> Resolution | None:
+def _backward(name: str, value: Any, flags: FlagSet, key: Version | None) -> Resolution | None:
     chain: list[Change] = []
     current, current_value = name, value
     for _ in range(len(changes()) + 1):
@@ -230,3 +231,42 @@ def expand_prefix(name: str, names: Iterable[str]) -> list[str]:
     if name in pool:
         return [name]
     return sorted(n for n in pool if n.startswith(name))
+
+
+def releases_having(name: str) -> tuple[str, ...]:
+    """The shipped releases whose trainer has the flag `--name`, oldest first."""
+    from rlhf_launch.openrlhf.flagset import load, supported_versions
+
+    return tuple(v for v in supported_versions() if name in load(v))
+
+
+def nameless(name: str, value: Any, flags: FlagSet) -> tuple[str, str] | None:
+    """(message, hint) for a flag of other releases that no rename leads to in `flags`' release
+    (one that release lacks, one a later release split out of a single flag, or a value a kind
+    change cannot map); None when no shipped release has `--name`."""
+    version = flags.version
+    found = resolve(name, ANY, flags)
+    if found is not None and found.flags:
+        targets = " and ".join(f"--{n}" for n, _ in found.flags)
+        return (
+            f"--{name} is {targets} in openrlhf {version} ({found.why()}), which has nothing for the value {value!r}",
+            f"write {' and '.join(n for n, _ in found.flags)} with a value it takes",
+        )
+    for change in _introductions().get(name, ()):
+        old = spelled(change.old, flags)
+        if len(change.new) > 1 and old in flags:
+            split = ", ".join(f"--{n}" for n in change.new)
+            return (
+                f"openrlhf {version} has no flag --{name}: {change.since} split --{change.old} into {split}, "
+                f"which openrlhf {version} sets together as --{old}",
+                f"write {old} (it sets all of them)",
+            )
+    having = releases_having(name)
+    if not having:
+        return None
+    span = having[0] if len(having) == 1 else f"{having[0]} .. {having[-1]}"
+    when = "added after it" if version_key(having[0]) > version_key(version) else "gone from it"
+    return (
+        f"openrlhf {version} has no flag --{name} under any name: it is a flag of openrlhf {span} ({when})",
+        f"drop it, or target a release that has it ({span})",
+    )

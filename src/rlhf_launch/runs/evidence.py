@@ -1,17 +1,17 @@
 """What the cluster can tell about one attempt: the tail of its driver log, Ray's message and
 exit code, its dead actors with their death causes and its pending placement groups; and
-the diagnosis (runs/diagnose.py) made from them. Used by the supervisor and `diagnose`."""
+the diagnosis (diagnose/) made from them. Used by the supervisor and `diagnose`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlhf_launch import diagnose
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
 from rlhf_launch.errors import ClusterError, JobNotFound
-from rlhf_launch.runs import diagnose
 
 TAIL_LINES = 20000  # the decisive lines are near the end; diagnose reads from the end anyway
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from rlhf_launch.diagnose.reader import CHECKPOINT_STATES, GLOBAL_STEP  # the step lines, read by both
 from rlhf_launch.util.enums import StrEnum
 
 __all__ = [
@@ -71,11 +72,9 @@ ORDER = (Milestone.RUNTIME_ENV_READY, Milestone.PLACEMENT_READY, Milestone.MODEL
 
 # `✨ Global step N: {...}` (0.8.1+, trainer/ppo_trainer.py:532 in 0.8.11, :551 in 0.11.2);
 # the async trainer prints it without the emoji (ppo_trainer_async.py:240 in 0.9.10).
-GLOBAL_STEP = re.compile(r"Global step (\d+): (\{.*\})\s*$")
 # tqdm bars, matched anywhere in a line (Ray prefixes often sit on the line before).
 EPISODE_BAR = re.compile(r"Episode \[(\d+)/(\d+)\]:\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)")
 TRAIN_BAR = re.compile(r"Train epoch \[(\d+)/(\d+)\]:\s*\d+%\|[^|]*\|\s*\d+/\d+\s*\[([^\]]*)\]")
-CHECKPOINT_STATES = re.compile(r"checkpoint_states: (\{.*\})\s*$")
 # Model-group actors exist only once their placement group was granted (forks subclass them,
 # e.g. `ActorModelRayActorBOX`).
 MODEL_ACTOR = re.compile(r"^\s*\((\w*(?:ModelActor|ModelRayActor|LLMRayActor|RolloutRayActor)\w*) pid=\d+")

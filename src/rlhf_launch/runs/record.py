@@ -52,7 +52,7 @@ class Attempt:
     ended: float | None = None
     message: str = ""
     resumed_from_step: int | None = None
-    diagnosis: dict[str, Any] | None = None  # why it failed or stalled (runs/diagnose.py)
+    diagnosis: dict[str, Any] | None = None  # why it failed or stalled (diagnose/)
 
 
 @dataclass

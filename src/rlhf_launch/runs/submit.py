@@ -69,7 +69,8 @@ def submit(
     move_aside: bool = False,
 ) -> Submitted:
     """The live checks, the nodes' checks (doctor, less `skip_checks`), the checkpoint guard
-    (ckpt_path claimed by no live run and holding no checkpoints, unless `move_aside`), then
+    (ckpt_path claimed by no live run and holding no checkpoints, unless `move_aside` or the
+    config's checkpoint.load, which continues them), then
     the record, the claim, the first attempt and its supervisor."""
     from rlhf_launch import doctor
 
@@ -87,16 +88,8 @@ def submit(
     if not report.ok:
         return Submitted(launch, live, doctor=report)
     state = existing_checkpoints(report)
-    if state is not None and state.actor is not None and not move_aside:
-        writer = f" (written by run {held.run_id})" if held is not None else ""
-        resume = f"rlhf-launch resume {held.run_id}" if held is not None else "rlhf-launch resume RUN"
-        raise UserError(
-            f"checkpoint.ckpt_path {path} already holds checkpoints{writer}: latest {state.actor.latest or 'missing'}"
-            f", steps on disk {', '.join(map(str, state.actor.steps[-5:])) or 'none'}; a fresh run would start at step 0 over them "
-            "and OpenRLHF's rotation (max_num) would delete them",
-            hint=f"continue that run ({resume}), choose another checkpoint.ckpt_path, or pass --move-checkpoints-aside "
-            "to move them into ckpt_path/.rlhf-launch-aside/ and start fresh",
-        )
+    loads = launch.cfg.checkpoint.load  # the run continues what ckpt_path holds: no fresh start over it
+    refuse_existing(state, held.run_id if held is not None else None, path, loads=loads, move_aside=move_aside)
     run_id = runs.new_run_id(launch.cfg.name)
     taken = claim.acquire(cluster.jobs, path, run_id, previous_ok=True)
     notes = []
@@ -105,6 +98,13 @@ def submit(
         notes.append(f"moved {', '.join(moved) or 'nothing'} from {path} to {target} (nothing deleted)")
     record = lifecycle.new_run(launch, cluster.address, source, overrides, policy, run_id=run_id)
     notes.append(f"ckpt_path {path} claimed for this run ({taken.job_id})")
+    if loads and not move_aside:
+        step = state.latest_step if state is not None else None
+        notes.append(
+            f"checkpoint.load: the first attempt loads step {step} from {path}"
+            if step is not None
+            else f"checkpoint.load: {path} holds no checkpoint yet, so the first attempt starts fresh"
+        )
     try:
         attempt = lifecycle.submit_attempt(
             cluster.jobs,
@@ -112,7 +112,7 @@ def submit(
             "submit",
             entrypoint=launch.spec.entrypoint,
             runtime_env=launch.spec.runtime_env,
-            load_checkpoint=False,
+            load_checkpoint=loads,
         )
     except ClusterError as exc:  # recorded, but did the job reach Ray? Say how to find out, never hide the run
         raise UserError(
@@ -132,6 +132,31 @@ def submit(
         job = None
         notes.append(f"the run's supervisor was not started ({exc.message}): `rlhf-launch watch {record.run_id}` starts one")
     return Submitted(launch, live, runs.load(record.run_id), attempt, job, notes, report)
+
+
+def refuse_existing(state: checkpoints.CheckpointState | None, writer: str | None, path: str, *, loads: bool, move_aside: bool) -> None:
+    """Refuse (UserError) a first attempt over the checkpoints at ckpt_path: a fresh start would
+    overwrite them, unless `move_aside` moves them first; with checkpoint.load (`loads`) the run
+    continues them instead, refused only when they are broken (the trainer would fail loading)."""
+    if state is None or state.actor is None or move_aside:
+        return
+    if loads:
+        if state.status == "broken":
+            raise UserError(
+                f"checkpoint.ckpt_path {path} holds a broken checkpoint: {'; '.join(state.problems())}; "
+                "with checkpoint.load the trainer would fail loading it",
+                hint="repair it, choose another checkpoint.ckpt_path, or pass --move-checkpoints-aside to start fresh",
+            )
+        return
+    by = f" (written by run {writer})" if writer is not None else ""
+    resume = f"rlhf-launch resume {writer}" if writer is not None else "rlhf-launch resume RUN"
+    raise UserError(
+        f"checkpoint.ckpt_path {path} already holds checkpoints{by}: latest {state.actor.latest or 'missing'}"
+        f", steps on disk {', '.join(map(str, state.actor.steps[-5:])) or 'none'}; a fresh run would start at step 0 over them "
+        "and OpenRLHF's rotation (max_num) would delete them",
+        hint=f"continue that run ({resume}), set checkpoint.load=true to continue from them, choose another "
+        "checkpoint.ckpt_path, or pass --move-checkpoints-aside to move them into ckpt_path/.rlhf-launch-aside/ and start fresh",
+    )
 
 
 def existing_checkpoints(report: Any) -> checkpoints.CheckpointState | None:

@@ -18,7 +18,7 @@ Each poll it reads the current attempt:
   need for two polls: the attempt would wait forever at placement; it is stopped and
   resubmitted, not counted);
 - SUCCEEDED, or STOPPED (someone stopped the trainer): the run ends so;
-- FAILED or LOST: the diagnosis (runs/diagnose.py, from the log tail and Ray's state) and
+- FAILED or LOST: the diagnosis (diagnose/, from the log tail and Ray's state) and
   the retry decision (runs/retry.py: only retriable classes, never the same class twice at
   the same step, --retry-on / --no-retry-on); to retry, the attempt must first be proven gone
   (runs/gone.py), the cluster must have the GPUs again, and the backoff must pass; then
@@ -317,7 +317,9 @@ class Supervisor:
         for a in run.attempts[since:]:
             if a.status.is_failure() and a.status is not AttemptStatus.SUPERSEDED:
                 d = a.diagnosis or {}
-                out.append(retry.Failure(str(d.get("class", "unknown")), bool(d.get("retriable", True)), d.get("step")))
+                out.append(
+                    retry.Failure(str(d.get("class", "unknown")), bool(d.get("retriable", True)), d.get("step"), a.resumed_from_step)
+                )
         return out
 
     def _after_failure(self, run: Run, attempt: Attempt) -> RunStatus | None:

@@ -1,0 +1,102 @@
+"""`rlhf-launch slurm CONFIG`: the run as an sbatch script (bringup/slurm.py); `--submit` runs sbatch."""
+
+from __future__ import annotations
+
+import typer
+
+from rlhf_launch.cli import options, output
+
+
+def command(
+    config: str = options.CONFIG,
+    overrides: list[str] | None = options.OVERRIDES,
+    openrlhf_version: str | None = options.VERSION,
+    out: str | None = typer.Option(None, "--output-file", "-o", help="write the script here (default: print it)"),
+    submit: bool = typer.Option(False, "--submit", help="write the script and submit it with sbatch; print the job id"),
+    partition: str | None = typer.Option(None, "--partition", "-p"),
+    account: str | None = typer.Option(None, "--account", "-A"),
+    time_limit: str | None = typer.Option(None, "--time", "-t", help="Slurm time limit, e.g. 2-00:00:00"),
+    job_name: str | None = typer.Option(None, "--job-name", help="default: rlhf-<config name>"),
+    log: str | None = typer.Option(None, "--log", help="sbatch --output pattern, e.g. logs/%x-%j.out"),
+    requeue: bool = typer.Option(False, "--requeue", help="let Slurm requeue the job (preemption): it resumes the run"),
+    container_image: str | None = typer.Option(None, "--container-image", help="run every node in this image (pyxis/enroot)"),
+    container_mounts: str | None = typer.Option(None, "--container-mounts", help="pyxis mounts, SRC:DST[,SRC:DST...]"),
+    gpu_request: bool = typer.Option(True, "--gpu-request/--no-gpu-request", help="ask Slurm for the GPUs (#SBATCH --gpus-per-node)"),
+    shared_dir: str | None = typer.Option(
+        None, "--shared-dir", help="shared storage for the token, records and run id (default: <ckpt_path>/.rlhf-launch-slurm)"
+    ),
+    port: int = typer.Option(6379, "--port", help="the head's GCS port"),
+    dashboard_port: int = typer.Option(8265, "--dashboard-port"),
+    wait_timeout: int = typer.Option(600, "--wait-timeout", min=1, help="seconds to wait for every node and GPU"),
+    stop_timeout: int = typer.Option(90, "--stop-timeout", min=1, help="seconds the stop on SIGTERM may take"),
+    signal_lead: int = typer.Option(180, "--signal-lead", min=1, help="Slurm signals the script this long before the time limit"),
+    auto_resume: int = typer.Option(0, "--auto-resume", min=0, help="resume in place on failure up to N times (submit's)"),
+    skip_check: str = options.SKIP_CHECK,
+    ray_arg: list[str] | None = typer.Option(None, "--ray-arg", help="more `ray start` arguments for every node (repeat)"),
+    launcher: str = typer.Option("rlhf-launch", "--launcher", help="the launcher command on the nodes"),
+    loopback_ports: int | None = typer.Option(None, "--loopback-ports", hidden=True, help="tests: all nodes on one machine"),
+) -> None:
+    """Write an sbatch script that brings up Ray on the allocation and runs CONFIG there;
+    submitted again (or requeued) it resumes the run from its latest checkpoint.
+
+    Examples:
+
+      rlhf-launch slurm llama70b-4node -p gpu -t 2-00:00:00 -o run.sbatch
+
+      rlhf-launch slurm my.yaml --container-image nvcr.io#nvidia/pytorch:25.01-py3 --submit
+    """
+    import shlex
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from rlhf_launch.bringup.slurm import SlurmOptions, render
+    from rlhf_launch.core.launch import from_config
+    from rlhf_launch.errors import UserError
+
+    launch = from_config(config, overrides or [], openrlhf_version)
+    if not launch.ok:
+        output.show_launch(launch, as_json=False)
+    sbatch = shutil.which("sbatch") if submit else None
+    if submit and sbatch is None:
+        raise UserError("--submit needs sbatch, and there is none on PATH", hint="run on a Slurm login node, or drop --submit")
+    opts = SlurmOptions(
+        config=str(Path(config).resolve()) if Path(config).is_file() else config,  # the nodes may start elsewhere
+        overrides=tuple(overrides or ()),
+        openrlhf_version=openrlhf_version,
+        partition=partition,
+        account=account,
+        time=time_limit,
+        job_name=job_name,
+        output=log,
+        requeue=requeue,
+        container_image=container_image,
+        container_mounts=container_mounts,
+        gpu_request=gpu_request,
+        shared_dir=shared_dir,
+        port=port,
+        dashboard_port=dashboard_port,
+        wait_timeout=wait_timeout,
+        stop_timeout=stop_timeout,
+        signal_lead=signal_lead,
+        launcher=tuple(shlex.split(launcher)),
+        ray_args=tuple(ray_arg or ()),
+        skip_check=skip_check,
+        auto_resume=auto_resume,
+        loopback_ports=loopback_ports,
+    )
+    text = render(launch, opts)
+    if out is None and not submit:
+        output.echo(text.rstrip("\n"))
+        return
+    target = Path(out or f"{launch.cfg.name}.sbatch")
+    target.write_text(text)
+    target.chmod(0o755)
+    if not submit:
+        output.echo(f"wrote {target}: sbatch {shlex.quote(str(target))}", err=True)
+        return
+    assert sbatch is not None
+    done = subprocess.run([sbatch, "--parsable", str(target)], capture_output=True, text=True)
+    if done.returncode:
+        raise UserError(f"sbatch refused {target}: {(done.stderr or done.stdout).strip()[:500]}")
+    output.echo(done.stdout.strip().split(";")[0])

@@ -1,0 +1,193 @@
+"""The decision engine: which rule of the table (rules.py) decides, where it is looked for,
+and what the diagnosis then says. Pure: text in, a `Diagnosis` out.
+
+Only the part of the log after the last step line counts (reader.py). Its tail is searched
+for every rule in table order; the first that matches wins. A failure that leaves survivors
+hanging (node loss, OOM kills, a GPU OOM or fault on one rank, a vLLM crash, a failed
+weight sync, a CUDA fault) can precede the end by a long time, so the rest is read forwards
+from the last step in chunks for the deep rules only, and only the lines holding one of
+rules.DEEP_ANCHORS; the first chunk with such a cause decides (the cause comes first, its
+aftermath after), unless the tail holds a class that outranks it. When nothing matches the
+diagnosis is `unknown` and its hint names the last exception.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlhf_launch.core.secrets import redact_line
+from rlhf_launch.diagnose import checks, reader
+from rlhf_launch.diagnose.context import Ctx, empty_match, exception_of, infer_phase, marker_phase
+from rlhf_launch.diagnose.raystate import any_pending, state_lines
+from rlhf_launch.diagnose.reader import Line, Pool, Source
+from rlhf_launch.diagnose.rules import ALL_ANCHORS, DEEP_ANCHORS, DEEP_RULES, FALLBACK_ANCHORS, FALLBACK_EXCEPTION, RULES, Rule
+from rlhf_launch.diagnose.taxonomy import Diagnosis, FailureClass
+
+__all__ = ["classify", "diagnose_file"]
+
+EVIDENCE_LINES = 5
+EVIDENCE_WIDTH = 400
+RANK = {rule.name: n for n, rule in enumerate(RULES)}
+
+
+def _first_match(rule: Rule, pool: Pool, source: Source, step: int | None, boundary: int) -> Ctx | None:
+    seen: set[int] = set()
+    for line, index in pool.matches(rule.regex, rule.needles):
+        if index in seen:
+            continue
+        seen.add(index)
+        if rule.veto is not None and rule.veto.search(line.text):
+            continue
+        match = rule.regex.search(line.text)
+        if match is None:
+            continue
+        ctx = Ctx(source, line, match, step, boundary)
+        if not rule.when or checks.PREDICATES[rule.when](ctx):
+            return ctx
+    return None
+
+
+def _first_rule(rules: Sequence[Rule], pool: Pool, source: Source, step: int | None, boundary: int) -> tuple[Rule, Ctx] | None:
+    for rule in rules:
+        ctx = _first_match(rule, pool, source, step, boundary)
+        if ctx is not None:
+            return rule, ctx
+    return None
+
+
+def _decide(rule: Rule, ctx: Ctx) -> tuple[bool, str, str | None]:
+    """The rule's retriable, hint and phase for this context (the phase first: the others
+    may read it)."""
+    ctx.phase = rule.phase if rule.phase is not None else infer_phase(ctx)
+    if rule.phase_by:
+        ctx.phase = checks.PHASE_OF[rule.phase_by](ctx)
+    retriable = checks.PREDICATES[rule.retriable_by](ctx) if rule.retriable_by else bool(rule.retriable)
+    hint = checks.HINTS[rule.hint_by](ctx) if rule.hint_by else rule.hint
+    return retriable, hint, ctx.phase
+
+
+def _clip(line: str) -> str:
+    line = line.rstrip("\r\n")
+    if "\r" in line:  # a tqdm line: keep the segment that matters
+        line = line.rsplit("\r", 1)[-1] or line
+    line = line.strip()
+    return line if len(line) <= EVIDENCE_WIDTH else line[: EVIDENCE_WIDTH - 3] + "..."
+
+
+def _evidence(first: Line, more: Sequence[Line], environ: Mapping[str, str] | None) -> list[str]:
+    out: list[str] = []
+    for line in (first, *more):
+        text = redact_line(_clip(line.text), environ)
+        if text and text not in out:
+            out.append(text)
+        if len(out) >= EVIDENCE_LINES:
+            break
+    return out
+
+
+def _exceptions(tail: Pool) -> list[Line]:
+    """The exception lines of the tail, in order (not the `Traceback (most recent...` heads)."""
+    return [line for line, _ in tail.matches(FALLBACK_EXCEPTION, FALLBACK_ANCHORS) if "Traceback (most recent" not in line.text]
+
+
+def _run(source: Source, *, pending: bool, environ: Mapping[str, str] | None, every_line: bool = False) -> Diagnosis:
+    log_end = source.log_size
+    step, boundary = reader.find_step(source, log_end)
+    boundary = max(boundary, log_end - reader.MAX_BACK)
+    start = reader.tail_start(source, boundary)
+    tail = reader.pool(source.read(start, source.size), start, ALL_ANCHORS, every_line)
+    found = _first_rule(RULES, tail, source, step, boundary)
+    if boundary < start:
+        # Before the tail: the first chunk after the last step holding a root cause that
+        # leaves survivors hanging (read forward: the cause comes first, its aftermath after).
+        outranking = tuple(r for r in DEEP_RULES if found is None or RANK[r.name] < RANK[found[0].name])
+        if outranking:
+            for pos, data in reader.forward_chunks(source, boundary, start):
+                deep = _first_rule(outranking, reader.pool(data, pos, DEEP_ANCHORS, every_line), source, step, boundary)
+                if deep is not None:
+                    found = deep
+                    break
+    if found is None:
+        return _unknown(source, tail, step, boundary, pending=pending, environ=environ)
+    rule, ctx = found
+    retriable, hint, phase = _decide(rule, ctx)
+    return Diagnosis(rule.cls, retriable, phase, step, _evidence(ctx.line, _exceptions(tail)[-2:], environ), hint, rule.name)
+
+
+def _last_exception(lines: Sequence[Line]) -> str:
+    """`Type: message` of the last exception line among `lines`."""
+    for line in reversed(lines):
+        found = exception_of(line.text)
+        if found:
+            return found
+    return ""
+
+
+def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pending: bool, environ: Mapping[str, str] | None) -> Diagnosis:
+    last = _exceptions(tail)[-3:]
+    states = [line for line in tail.lines if line.text.startswith("[ray state] placement group")]
+    if last:
+        phase = infer_phase(Ctx(source, last[-1], empty_match(), step, boundary))
+    else:
+        phase = marker_phase(source, source.log_size, boundary)
+    if pending and step is None and not last:
+        phase = "placement"
+        hint = "placement groups are still pending: the cluster lacks the GPUs/CPUs the plan needs; free them or shrink `placement.*`"
+    else:
+        exception = _last_exception(last)
+        if exception:
+            hint = f"no known failure class matched; the last exception was {redact_line(exception, environ)} (`rlhf-launch logs RUN`)"
+        else:
+            hint = "no known failure class matched and the log shows no exception: read it (`rlhf-launch logs RUN`)"
+    near = "\n".join(line.text for line in last)
+    retriable = bool(re.search(r"(?i)try again later|temporarily unavailable", near))
+    evidence = _evidence(last[-1], last[:-1] + states, environ) if last else _evidence(states[0], states[1:], environ) if states else []
+    return Diagnosis(FailureClass.UNKNOWN, retriable, phase, step, evidence, hint, "fallback")
+
+
+def classify(
+    log: str,
+    *,
+    job_message: str = "",
+    dead_actors: Sequence[Mapping[str, Any]] = (),
+    pending_groups: Sequence[Mapping[str, Any]] = (),
+    exit_code: int | None = None,
+    environ: Mapping[str, str] | None = None,
+    _every_line: bool = False,
+) -> Diagnosis:
+    """Diagnose a driver log held in memory (the same reading as `diagnose_file`), with
+    Ray's job message, dead actors (state API rows: class_name, state, death_cause,
+    node_id) and pending placement groups (rows with state and bundles) when known."""
+    extra = state_lines(job_message, dead_actors, pending_groups, exit_code)
+    data = log.encode("utf-8", "replace")
+    suffix = ("\n" if data and not data.endswith(b"\n") else "") + "\n".join(extra)
+    source = Source(data=data, extra=suffix.encode("utf-8", "replace") if extra else b"")
+    return _run(source, pending=any_pending(pending_groups), environ=environ, every_line=_every_line)
+
+
+def diagnose_file(
+    path: str | Path,
+    *,
+    job_message: str = "",
+    dead_actors: Sequence[Mapping[str, Any]] = (),
+    pending_groups: Sequence[Mapping[str, Any]] = (),
+    exit_code: int | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Diagnosis:
+    """Diagnose a driver log file of any size, reading from its end (reader.py): memory
+    stays at a few chunks whatever the size."""
+    extra = state_lines(job_message, dead_actors, pending_groups, exit_code)
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        suffix = b""
+        if extra:
+            last = os.pread(fd, 1, size - 1) if size else b"\n"
+            suffix = (b"" if last == b"\n" else b"\n") + "\n".join(extra).encode("utf-8", "replace")
+        return _run(Source(fd=fd, size=size, extra=suffix), pending=any_pending(pending_groups), environ=environ)
+    finally:
+        os.close(fd)

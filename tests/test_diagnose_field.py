@@ -1,0 +1,101 @@
+"""`diagnose` on the field corpus: failure excerpts from public issue threads of OpenRLHF,
+verl, vLLM, TRL and other trainers, written by people who never saw the rules
+(tests/data/diagnose/field/). Its `rules` half is what the rules were written against;
+its `heldout` half is only ever scored (never read to write a rule). The goal: on the
+held-out half at least 90% of the classes and 95% of the retriable answers right.
+
+Run `pytest -s tests/test_diagnose_field.py` to see the figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from rlhf_launch.diagnose import PHASES, FailureClass, classify
+
+from conftest import ROOT
+
+FIELD = ROOT / "tests" / "data" / "diagnose" / "field"
+REQUIRED = {"class", "retriable", "source", "excerpt"}
+OPTIONAL = {"phase", "note", "tags"}
+# half -> (class, retriable) accuracy it must keep. The issue's goal for the held-out half is
+# 90% class and 95% retriable; it is NOT met: scored once after each round of rules
+# (2026-12-03), 83.8% / 83.1% of 136 entries, then 82.8% / 86.4% of 169 (the last wave
+# of 33 fresh entries alone 75.8% / 84.8%). The bars below are those measured figures,
+# rounded down, so a change that makes the unseen half worse fails; raise them, never lower
+# them, as the rules get better (README's "Diagnose on real logs" gives the same figures).
+GOALS = {
+    "rules": (0.95, 0.95),
+    "heldout": (0.82, 0.86),
+}
+HELDOUT_GOAL = (0.90, 0.95)
+
+
+def load(half: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every entry of the half's files, checked for shape: (file:index, entry)."""
+    files = sorted((FIELD / half).glob("*.yaml"))
+    if not files:
+        pytest.skip(f"no field corpus in {FIELD / half}")
+    out = []
+    classes = {c.value for c in FailureClass}
+    for path in files:
+        entries = yaml.safe_load(path.read_text()) or []
+        assert isinstance(entries, list), path
+        for n, entry in enumerate(entries):
+            where = f"{path.name}:{n}"
+            assert isinstance(entry, dict), where
+            keys = set(entry)
+            assert keys >= REQUIRED and keys <= REQUIRED | OPTIONAL, (where, sorted(keys - OPTIONAL - REQUIRED), sorted(REQUIRED - keys))
+            assert entry["class"] in classes, (where, entry["class"])
+            assert isinstance(entry["retriable"], bool), where
+            assert entry.get("phase") in (None, *PHASES), (where, entry.get("phase"))
+            assert str(entry["source"]).startswith("https://"), where
+            assert isinstance(entry["excerpt"], str) and entry["excerpt"].strip(), where
+            out.append((where, entry))
+    return out
+
+
+def score(half: str) -> tuple[float, float, int, list[str]]:
+    """Class and retriable accuracy of `classify` on the half, its size, and its misses."""
+    entries = load(half)
+    right_class = right_retry = 0
+    misses = []
+    for where, entry in entries:
+        found = classify(entry["excerpt"])
+        right_class += str(found.cls) == entry["class"]
+        right_retry += found.retriable == entry["retriable"]
+        if (str(found.cls), found.retriable) != (entry["class"], entry["retriable"]):
+            misses.append(f"{where} {entry['class']}/{entry['retriable']} -> {found.cls}/{found.retriable} ({found.rule})")
+    return right_class / len(entries), right_retry / len(entries), len(entries), misses
+
+
+@pytest.mark.parametrize("half", ["rules", "heldout"])
+def test_field_corpus_accuracy(half: str) -> None:
+    cls_rate, retry_rate, size, misses = score(half)
+    print(f"\ndiagnose field corpus, {half} half: class {cls_rate:.1%}, retriable {retry_rate:.1%} of {size} entries")
+    if half == "heldout" and (cls_rate < HELDOUT_GOAL[0] or retry_rate < HELDOUT_GOAL[1]):
+        print(f"  below the goal of {HELDOUT_GOAL[0]:.0%} class / {HELDOUT_GOAL[1]:.0%} retriable")
+    cls_goal, retry_goal = GOALS[half]
+    # The held-out half is only ever scored: its failure message gives counts, never entries.
+    shown: object = misses if half == "rules" else f"{len(misses)} of {size} entries missed (held out: not listed)"
+    assert cls_rate >= cls_goal, shown
+    if retry_goal is not None:
+        assert retry_rate >= retry_goal, shown
+
+
+def test_the_rules_half_reads_the_same_with_every_line() -> None:
+    """Anchors lose no decisive line on the field corpus either (as on corpus.yaml)."""
+    for where, entry in load("rules"):
+        fast, full = classify(entry["excerpt"]), classify(entry["excerpt"], _every_line=True)
+        assert (fast.cls, fast.retriable, fast.rule) == (full.cls, full.retriable, full.rule), where
+
+
+def test_the_halves_do_not_share_a_source() -> None:
+    def sources(half: str) -> set[str]:
+        if not any((FIELD / half).glob("*.yaml")):
+            return set()
+        return {str(e["source"]).split("#", 1)[0] for _, e in load(half)}
+
+    assert not sources("rules") & sources("heldout")

@@ -1,0 +1,127 @@
+"""What import keeps that a config once could not say: the load flag, flags the script leaves at
+the release's default (max_new_tokens, vLLM engines) and a remote reward's 0-GPU placement;
+and what `submit` then does with checkpoint.load (runs/submit.refuse_existing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlhf_launch.core.config import LaunchConfig
+from rlhf_launch.core.launch import prepare
+from rlhf_launch.errors import UserError
+from rlhf_launch.importer import import_script
+from rlhf_launch.openrlhf.flagset import load
+from rlhf_launch.runs import checkpoints
+from rlhf_launch.runs.submit import refuse_existing
+
+M = "openrlhf.cli.train_ppo_ray"
+
+
+def imported(argv: str, version: str):
+    im = import_script(f"python3 -m {M} {argv}\n", name="t", script_version=version)
+    assert im.call is not None
+    return im
+
+
+def rendered(im, **kwargs) -> list[str]:
+    return prepare(im.config, flags=load(im.target), environ={}, **kwargs).argv
+
+
+def value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+@pytest.mark.parametrize(
+    ("version", "flags", "load_flag"),
+    [
+        ("0.9.8", "--pretrain m --prompt_data d", "--load_checkpoint"),
+        ("0.11.2", "--actor.model_name_or_path m --data.prompt_dataset d", "--ckpt.load_enable"),
+    ],
+)
+def test_the_load_flag_becomes_checkpoint_load_and_renders_once(version, flags, load_flag):
+    im = imported(f"{flags} {load_flag}", version)
+    assert im.data["checkpoint"] == {"load": True}
+    assert rendered(im).count(load_flag) == 1
+    assert rendered(im, load_checkpoint=True).count(load_flag) == 1  # resume adds it: still once
+    fresh = imported(flags, version)
+    assert "checkpoint" not in fresh.data and load_flag not in rendered(fresh)
+
+
+@pytest.mark.parametrize(
+    ("version", "flags", "total", "new"),
+    [
+        ("0.9.8", "--pretrain m --prompt_data d --max_len 3000", "--max_len", "--max_new_tokens"),
+        (
+            "0.11.2",
+            "--actor.model_name_or_path m --data.prompt_dataset d --data.max_len 3000",
+            "--data.max_len",
+            "--rollout.max_new_tokens",
+        ),
+    ],
+)
+def test_max_new_tokens_left_unset_stays_unset(version, flags, total, new):
+    im = imported(flags, version)
+    assert im.data["data"]["generate_to_max_len"] is True
+    argv = rendered(im)
+    assert value(argv, total) == "3000" and new not in argv
+    assert not [f for f in im.findings if new in f.key]
+    given = imported(f"{flags} {new} 500", version)  # set: kept as the script sets it
+    assert value(rendered(given), new) == "500" and "generate_to_max_len" not in given.data.get("data", {})
+
+
+def test_generation_up_to_max_len_is_refused_where_the_release_has_only_a_fixed_length():
+    cfg = LaunchConfig.model_validate({"name": "t", "models": {"actor": "m"}, "data": {"generate_to_max_len": True}})
+    launch = prepare(cfg, flags=load("0.9.7"), environ={})  # --prompt_max_len / --generate_max_len only
+    assert any(f.key == "data.generate_to_max_len" and f.level == "error" for f in launch.findings)
+
+
+@pytest.mark.parametrize("version", ["0.9.8", "0.11.2"])
+def test_no_vllm_engines_renders_the_release_default(version):
+    flags = "--pretrain m --prompt_data d" if version == "0.9.8" else "--actor.model_name_or_path m --data.prompt_dataset d"
+    argv = rendered(imported(flags, version))
+    assert not any("num_engines" in t for t in argv)
+
+
+def test_a_remote_reward_on_0_gpus_places_no_reward_model():
+    im = imported(
+        "--pretrain m --prompt_data d --remote_rm_url http://rm:5000/get_reward --reward_num_nodes 0 --reward_num_gpus_per_node 0", "0.9.8"
+    )
+    assert im.data["placement"]["reward"] == {"nodes": 0, "gpus_per_node": 0}
+    launch = prepare(im.config, flags=load("0.9.8"), environ={})
+    assert value(launch.argv, "--reward_num_nodes") == "0" and value(launch.argv, "--reward_num_gpus_per_node") == "0"
+    assert not launch.plan.role("reward").enabled
+    assert "reward" not in "+".join(g.name for g in launch.plan.groups)
+
+
+def test_0_reward_gpus_without_a_remote_reward_are_refused():
+    with pytest.raises(ValueError, match="placement.reward"):
+        LaunchConfig.model_validate({"name": "t", "placement": {"reward": {"nodes": 0, "gpus_per_node": 0}}})
+    im = imported("--pretrain m --prompt_data d --reward_pretrain r --reward_num_nodes 0", "0.9.8")  # a local reward model
+    assert "reward" not in im.data.get("placement", {})
+    assert any(f.key == "placement.reward" for f in im.findings)
+
+
+def _checkpoint(root: Path, latest: bool = True) -> checkpoints.CheckpointState:
+    actor = root / "_actor"
+    (actor / "global_step5").mkdir(parents=True)
+    if latest:
+        (actor / "latest").write_text("global_step5")
+    return checkpoints.read_local(root)
+
+
+def test_submit_refuses_existing_checkpoints_unless_the_config_loads_them(tmp_path: Path):
+    state = _checkpoint(tmp_path)
+    with pytest.raises(UserError, match="already holds checkpoints") as refused:
+        refuse_existing(state, "run-a", str(tmp_path), loads=False, move_aside=False)
+    assert "checkpoint.load" in refused.value.hint and "resume run-a" in refused.value.hint
+    refuse_existing(state, "run-a", str(tmp_path), loads=True, move_aside=False)  # continues them
+    refuse_existing(state, None, str(tmp_path), loads=False, move_aside=True)  # moved aside first
+    refuse_existing(checkpoints.read_local(tmp_path / "none"), None, str(tmp_path / "none"), loads=False, move_aside=False)
+
+
+def test_submit_with_checkpoint_load_refuses_a_broken_checkpoint(tmp_path: Path):
+    state = _checkpoint(tmp_path, latest=False)
+    with pytest.raises(UserError, match="broken checkpoint"):
+        refuse_existing(state, None, str(tmp_path), loads=True, move_aside=False)
