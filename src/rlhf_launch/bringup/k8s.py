@@ -171,7 +171,7 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
         raise UserError(
             f"each pod needs {size.memory_gib} GiB of memory (the busiest node's ~{size.host_need_gib:.0f} GiB of host RAM, "
             f"/dev/shm and the processes) and a node has {cfg.cluster.host_memory_gb:g} (cluster.host_memory_gb)",
-            hint="spread the training roles over more nodes, or turn off deepspeed.ref_reward_offload",
+            hint=launch.memory.host_fix() if launch.memory is not None else "spread the training roles over more nodes",
         )
     mount = _checkpoint_mount(cfg.checkpoint.ckpt_path, opts.pvc)
     if opts.pvc is None:

@@ -25,14 +25,6 @@ def command(
     (warnings allowed); 1: a check failed; 2: a usage or config error.
 
     Checks: software, models, data, shm, limits, network, memory, gpu, disk, shared, checkpoints.
-
-    Examples:
-
-      rlhf-launch doctor llama70b-4node
-
-      rlhf-launch doctor my.yaml --address http://head:8265 --deep
-
-      rlhf-launch doctor my.yaml --json --skip-check gpu
     """
     from rlhf_launch import doctor
     from rlhf_launch.cli import report

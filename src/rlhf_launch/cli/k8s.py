@@ -33,12 +33,6 @@ def command(
 ) -> None:
     """Write KubeRay manifests for CONFIG: a head and a fixed-size GPU worker group sized from the plan,
     token auth, /dev/shm, the checkpoint PVC; with --rayjob, a RayJob that submits and supervises the run.
-
-    Examples:
-
-      rlhf-launch k8s llama70b-4node --pvc ckpt --image registry.example/rlhf-launch:0.11.2 -o ray.yaml
-
-      rlhf-launch k8s my.yaml --rayjob --pvc ckpt -n rlhf | kubectl apply -f -
     """
     from pathlib import Path
 

@@ -48,20 +48,48 @@ def cluster(address: str | None, token_file: str | None, configured: str | None 
     return Cluster.at(address, token_file, configured=configured, timeout=timeout)
 
 
+def target_address(address: str | None, configured: str | None) -> str | None:
+    """The dashboard a config's job would go to, when something other than the config says
+    (--address, RAY_API_SERVER_ADDRESS, an http RAY_ADDRESS); None: the config's own."""
+    import os
+
+    if not address and not any(os.environ.get(n, "").startswith("http") for n in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")):
+        return None
+    from rlhf_launch.cluster.connection import address_from
+
+    return address_from(address, configured)
+
+
 def run_and_cluster(run_id: str | None, address: str | None, token_file: str | None, timeout: float = 10.0) -> tuple[Run, Cluster]:
     """A run by id (or prefix; None: the latest) and the cluster it is on: this machine's
-    record if it has one, else the run as the cluster at --address knows it."""
+    record if it has one (its recorded address, unless --address or the environment names
+    another), else the run as the cluster at --address knows it. An ambiguous id, or an id
+    unknown here while no cluster was named, is said from the records alone: no network call."""
     from rlhf_launch.cluster.connection import Cluster
-    from rlhf_launch.errors import UserError
-    from rlhf_launch.runs import record as runs
-    from rlhf_launch.runs import remote
+    from rlhf_launch.errors import ClusterError, UserError
+    from rlhf_launch.runs import lookup, remote
 
+    found = lookup.local(run_id)
+    if not isinstance(found, lookup.Unknown):
+        return found, Cluster.at(address, token_file, configured=found.address, timeout=timeout)
+    named = target_address(address, None) is not None
+    if found.known and not named:
+        raise UserError(
+            found.text,
+            hint=f"{found.closest_text}; for a run submitted from another machine, pass --address URL of its cluster",
+        )
+    target = Cluster.at(address, token_file, timeout=timeout)
     try:
-        found = runs.find(run_id)
-    except UserError:
-        target = Cluster.at(address, token_file, timeout=timeout)
         return remote.find(run_id, target.jobs), target
-    return found, Cluster.at(address, token_file, configured=found.address, timeout=timeout)
+    except ClusterError as exc:
+        raise UserError(
+            f"{found.text}, and the cluster at {target.address} could not be asked: {exc.message}",
+            hint=(found.closest_text + "; " if found.closest else "") + "pass --address URL of the run's cluster",
+        ) from None
+    except UserError as exc:
+        if not found.known:
+            raise
+        raise UserError(f"{found.text}; on the cluster: {exc.message}", hint=found.closest_text) from None
 
 
 def supervision(auto_resume: int, backoff: float, poll: float, retry_on: str, no_retry_on: str) -> Supervision:

@@ -22,6 +22,7 @@ def command(
     from rlhf_launch.core.launch import from_config
 
     launch = from_config(config, overrides or [], openrlhf_version)
+    launch = launch.at(options.target_address(address, launch.cfg.cluster.address))
     live = None
     if cluster or reserve_check:
         from rlhf_launch.cluster import live as live_check

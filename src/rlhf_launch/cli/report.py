@@ -12,6 +12,7 @@ from rlhf_launch.core.findings import Finding
 
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
     from rlhf_launch.cluster.live import Live
+    from rlhf_launch.cluster.node import LocalNode, StopSummary
     from rlhf_launch.core.launch import Launch
     from rlhf_launch.core.memory import MemoryReport
     from rlhf_launch.openrlhf.flagset import FlagSet
@@ -149,6 +150,22 @@ def up_text(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def down_text(nodes: list[LocalNode] | None, summary: StopSummary | None) -> str:
+    """What `down` stopped: the Ray nodes of this machine (each raylet's address and cluster),
+    or that nothing was running."""
+    if (summary is not None and summary.found == 0) or (summary is None and nodes == []):
+        return "nothing to stop: no Ray process runs on this machine"
+    processes = f" ({summary.stopped} Ray processes)" if summary is not None else ""
+    if not nodes:
+        return f"stopped Ray on this machine{processes}"
+    clusters = {n.gcs for n in nodes}
+    listed = ", ".join(f"{n.ip} (cluster {n.gcs})" if len(clusters) > 1 else n.ip for n in nodes)
+    line = f"stopped Ray on this machine{processes}: {len(nodes)} Ray node{'s' if len(nodes) > 1 else ''}: {listed}"
+    if len(nodes) > 1:
+        line += "\n  (like `ray stop`, down stops every Ray node this machine runs, not one of them)"
+    return line
+
+
 def status_text(data: dict[str, Any]) -> str:
     local = data.get("local_ray_version")
     match = "" if data.get("ray_version_match") else f"  (MISMATCH: this machine has ray {local})"
@@ -159,6 +176,7 @@ def status_text(data: dict[str, Any]) -> str:
         rows.append([n["ip"], "*" if n["is_head"] else "", f"{n['gpus_free']:g}/{n['gpus']:g}", f"{n['cpus_free']:g}/{n['cpus']:g}", mem])
     lines += _table(rows)
     lines.append(f"  {data['alive_nodes']} alive nodes, {data['gpus_free']:g}/{data['gpus']:g} GPUs free")
+    lines += dead_nodes_lines(data.get("dead_nodes") or [])
     jobs = data.get("running_jobs") or []
     if jobs:
         lines.append("running jobs:")
@@ -166,6 +184,23 @@ def status_text(data: dict[str, Any]) -> str:
     else:
         lines.append("running jobs: none")
     return "\n".join(lines)
+
+
+DEAD_SHOWN = 5  # dead nodes `status` lists
+
+
+def dead_nodes_lines(dead: list[dict[str, Any]], now: float | None = None) -> list[str]:
+    """`status`'s dead nodes, the most recent first: address, id, GPUs, when and why."""
+    from rlhf_launch.core.nodes import DeadNode
+
+    if not dead:
+        return []
+    nodes = [DeadNode(**d) for d in dead]
+    lines = [f"dead nodes ({len(nodes)}, the most recent first):"]
+    lines += [f"  {n.text(now)}" for n in nodes[:DEAD_SHOWN]]
+    if len(nodes) > DEAD_SHOWN:
+        lines.append(f"  and {len(nodes) - DEAD_SHOWN} earlier (rlhf-launch status --json lists them all)")
+    return lines
 
 
 def submitted_text(done: Submitted) -> str:
@@ -293,11 +328,28 @@ def runs_text(overview: Overview) -> str:
                 status += f" [{r['diagnosis'].get('class')}]"
             table.append([r["run_id"], status, str(r["attempts"]), progress_text(r), r["auto_resume"] or "-", r["job_id"] or "-"])
         lines += _table(table, indent="")
+        lines += [f"{r['run_id']}: {r['waiting']}" for r in overview.rows if r.get("waiting")]
+        lines += not_live_lines(overview)
     else:
         lines.append("no runs yet")
     for bad in overview.unreadable:
         lines.append(f"unreadable record (kept): {bad.path}: {bad.reason}")
     return "\n".join(lines)
+
+
+def not_live_lines(overview: Overview) -> list[str]:
+    """Why rows say "(not live)", once per cause: a cluster that did not answer, or ended
+    runs whose cluster was not asked."""
+    lines = []
+    dark = {r["address"] for r in overview.rows if not r["live"]}
+    for address in sorted(dark & set(overview.unreachable)):
+        lines.append(
+            f"(not live): the cluster at {address} did not answer ({overview.unreachable[address]}); "
+            "its runs show their last recorded status"
+        )
+    if dark - set(overview.unreachable):
+        lines.append("(not live): ended runs on clusters not asked show their recorded status")
+    return lines
 
 
 def run_line(run: Run) -> str:
@@ -308,6 +360,14 @@ def run_line(run: Run) -> str:
 
 
 def stopped_text(done: Stopped) -> str:
+    if done.gone and done.already:
+        from rlhf_launch.util.when import moment
+
+        when = f" at {moment(done.stopped_at)}" if done.stopped_at else ""
+        return (
+            f"{done.run_id} was already stopped{when}; checked again in {done.seconds:.1f}s: its trainer and every process "
+            f"of it are gone, its GPUs free (job {done.job_id}: {done.job_status})"
+        )
     if done.gone:
         return (
             f"stopped {done.run_id} in {done.seconds:.1f}s: its trainer and every process of it are gone, its GPUs free "

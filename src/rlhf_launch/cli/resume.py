@@ -20,14 +20,7 @@ def command(
     as_json: bool = options.JSON,
     skip_check: str = options.SKIP_CHECK,
 ) -> None:
-    """Resubmit a run from its latest checkpoint, with the same arguments (after the same node checks as submit).
-
-    Examples:
-
-      rlhf-launch resume                      # the latest run
-
-      rlhf-launch resume my-run-2026 --follow
-    """
+    """Resubmit a run from its latest checkpoint, with the same arguments (after the same node checks as submit)."""
     from rlhf_launch import doctor
     from rlhf_launch.cli import report
     from rlhf_launch.runs import logs

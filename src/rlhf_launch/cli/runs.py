@@ -8,8 +8,12 @@ from rlhf_launch.cli import options, output
 
 def command(address: str | None = options.ADDRESS, token_file: str | None = options.TOKEN_FILE, as_json: bool = options.JSON) -> None:
     """List runs (this machine's records and the cluster's), with status read live from Ray."""
-    from rlhf_launch.cli import report
     from rlhf_launch.runs.overview import overview
 
     seen = overview(address, token_file)
-    output.echo_json(seen.as_json()) if as_json else output.echo(report.runs_text(seen))
+    if as_json:
+        output.echo_json(seen.as_json())
+        return
+    from rlhf_launch.cli import report  # the text only: it imports the core (pydantic)
+
+    output.echo(report.runs_text(seen))

@@ -38,12 +38,6 @@ def command(
 ) -> None:
     """Write an sbatch script that brings up Ray on the allocation and runs CONFIG there;
     submitted again (or requeued) it resumes the run from its latest checkpoint.
-
-    Examples:
-
-      rlhf-launch slurm llama70b-4node -p gpu -t 2-00:00:00 -o run.sbatch
-
-      rlhf-launch slurm my.yaml --container-image nvcr.io#nvidia/pytorch:25.01-py3 --submit
     """
     import shlex
     import shutil

@@ -31,14 +31,7 @@ def command(
         help="start fresh over checkpoints at ckpt_path: move them into ckpt_path/.rlhf-launch-aside/ (never deleted)",
     ),
 ) -> None:
-    """Check a config, the live cluster and every node, record the run, and submit the trainer as a Ray job.
-
-    Examples:
-
-      rlhf-launch submit llama70b-4node --auto-resume 3 --follow
-
-      rlhf-launch submit my.yaml checkpoint.ckpt_path=/mnt/shared/run2 --skip-check gpu
-    """
+    """Check a config, the live cluster and every node, record the run, and submit the trainer as a Ray job."""
     from rlhf_launch import doctor
     from rlhf_launch.cli import report
     from rlhf_launch.core import presets
@@ -49,11 +42,12 @@ def command(
     skip = doctor.parse_skip(skip_check)
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
-        output.show_launch(launch, as_json)
+        output.show_launch(launch.at(options.target_address(address, launch.cfg.cluster.address)), as_json)
         return
     policy = options.supervision(auto_resume, backoff, poll, retry_on, no_retry_on)
     check_policy(launch, policy, allow_fresh=allow_fresh)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
+    launch = launch.at(cluster.address)
     done = submit(
         launch,
         cluster,

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from rlhf_launch.cluster import gcs
 from rlhf_launch.cluster.auth import Token
-from rlhf_launch.core.config import check_address
+from rlhf_launch.core.address import check_address
 from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, ClusterTimeout, ClusterUnreachable, UserError
 
 DEFAULT_TIMEOUT = 5.0

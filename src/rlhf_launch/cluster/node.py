@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rlhf_launch.errors import AuthRejected, ClusterRefused, ClusterTimeout, ClusterUnreachable, UserError
 from rlhf_launch.util.poll import poll_until
@@ -295,6 +296,63 @@ def stop_process(process: subprocess.Popen[str], grace: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@dataclass(frozen=True)
+class LocalNode:
+    """A Ray node this machine runs: its raylet's address and the GCS (cluster) it joined."""
+
+    ip: str
+    gcs: str
+
+
+def raylet_node(argv: list[str]) -> LocalNode | None:
+    """The node a process is, from its argv, if it is a raylet."""
+    if not argv or not argv[0].endswith("/raylet"):
+        return None
+    flags = dict(arg[2:].split("=", 1) for arg in argv[1:] if arg.startswith("--") and "=" in arg)
+    return LocalNode(flags.get("node_ip_address", "?"), flags.get("gcs-address", flags.get("gcs_address", "?")))
+
+
+def local_nodes(proc: Path = Path("/proc")) -> list[LocalNode] | None:
+    """The Ray nodes this machine runs (one raylet each): what `ray stop` would stop. None:
+    unknown (no /proc)."""
+    if not proc.is_dir():
+        return None
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        node = raylet_node([a for a in argv if a])
+        if node is not None:
+            found.append(node)
+    return sorted(found, key=lambda n: (n.gcs, n.ip))
+
+
+@dataclass(frozen=True)
+class StopSummary:
+    """What `ray stop` said it did: Ray processes found and stopped."""
+
+    found: int
+    stopped: int
+
+
+def stop_summary(text: str) -> StopSummary | None:
+    """`ray stop`'s last words, read: "Did not find any active Ray processes.", "Stopped all N
+    Ray processes.", "Stopped only N out of M Ray processes ..."; None: not recognised."""
+    import re
+
+    if "Did not find any active Ray processes" in text:
+        return StopSummary(0, 0)
+    if m := re.search(r"Stopped all (\d+) Ray processes", text):
+        return StopSummary(int(m.group(1)), int(m.group(1)))
+    if m := re.search(r"Stopped only (\d+) out of (\d+) Ray processes", text):
+        return StopSummary(int(m.group(2)), int(m.group(1)))
+    return None
 
 
 def stop(force: bool = False, timeout: float = 120.0) -> Started:

@@ -1,5 +1,5 @@
 """What the live cluster has: alive nodes with total and free GPUs/CPUs, host memory, Ray
-version, running jobs. Read from the dashboard's REST API (no ray import, seconds at most)."""
+version, running jobs, and the nodes that died (core.nodes). Read from the dashboard's REST API (no ray import, seconds at most)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
+from rlhf_launch.core import nodes as node_table
+from rlhf_launch.core.nodes import DeadNode
 from rlhf_launch.core.placement import NodeFree
 
 GIB = 1024**3
@@ -35,6 +37,7 @@ class Snapshot:
     ray_version: str
     nodes: tuple[Node, ...]
     jobs: tuple[JobInfo, ...] = ()
+    dead: tuple[DeadNode, ...] = ()  # the most recent death first
 
     @property
     def gpus(self) -> float:
@@ -54,6 +57,7 @@ class Snapshot:
             "ray_version": self.ray_version,
             "nodes": [asdict(n) for n in self.nodes],
             "alive_nodes": len(self.nodes),
+            "dead_nodes": [n.as_json() for n in self.dead],
             "gpus": self.gpus,
             "gpus_free": self.gpus_free,
             "cpus": sum(n.cpus for n in self.nodes),
@@ -87,8 +91,7 @@ def _memory(dashboard: Dashboard) -> dict[str, tuple[float, float]]:
 def read(dashboard: Dashboard, *, memory: bool = True) -> Snapshot:
     version = dashboard.version()["ray_version"]
     jobs = tuple(Jobs(dashboard).list())  # first call that needs the token: fails fast if it is wrong
-    listing = dashboard.get("/api/v0/nodes?limit=10000") or {}
-    raw_nodes = listing.get("data", {}).get("result", {}).get("result", []) or []
+    raw_nodes = node_rows(dashboard)
     usage = _usage(dashboard)
     mem = _memory(dashboard) if memory else {}
     nodes = []
@@ -115,11 +118,21 @@ def read(dashboard: Dashboard, *, memory: bool = True) -> Snapshot:
                 memory_free_gb=free_mem,
             )
         )
-    return Snapshot(address=dashboard.address, ray_version=version, nodes=tuple(nodes), jobs=jobs)
+    dead = tuple(node_table.dead_nodes(raw_nodes))
+    return Snapshot(address=dashboard.address, ray_version=version, nodes=tuple(nodes), jobs=jobs, dead=dead)
+
+
+def node_rows(dashboard: Dashboard) -> list[dict[str, Any]]:
+    """Ray's node table, alive and dead nodes, with each death's time and reason (detail)."""
+    listing = dashboard.get("/api/v0/nodes?limit=10000&detail=1") or {}
+    return list(listing.get("data", {}).get("result", {}).get("result", []) or [])
 
 
 def alive_gpus(dashboard: Dashboard) -> float:
     """GPUs of the alive nodes: one state-API call (what the supervisor polls)."""
-    listing = dashboard.get("/api/v0/nodes?limit=10000") or {}
-    rows = listing.get("data", {}).get("result", {}).get("result", []) or []
-    return sum(float((r.get("resources_total") or {}).get("GPU", 0)) for r in rows if r.get("state") == "ALIVE")
+    return node_table.alive_gpus(node_rows(dashboard))
+
+
+def dead_nodes(dashboard: Dashboard) -> list[DeadNode]:
+    """The nodes that died, the most recent first: one state-API call."""
+    return node_table.dead_nodes(node_rows(dashboard))

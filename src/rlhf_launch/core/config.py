@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from rlhf_launch.core.address import check_address
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.errors import UserError
 
@@ -38,20 +39,6 @@ def _interval(value: int | None) -> int | None:
     """A step interval: -1 (never) or a positive number of steps (the trainer divides by it)."""
     if value is not None and value != -1 and value < 1:
         raise ValueError("must be -1 (never) or a positive number of steps")
-    return value
-
-
-_HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
-_ADDRESS = re.compile(rf"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>{_HOST})(?::(?P<port>\d{{1,5}}))?(?P<path>/(?!/)[^\s?#]*)?")
-
-
-def check_address(value: str) -> str:
-    """A Ray dashboard address: `host:port` or an http(s) URL (what the cluster edge accepts)."""
-    match = _ADDRESS.fullmatch(value.strip())
-    if not match or (match["scheme"] or "http") not in ("http", "https") or (match["path"] and not match["scheme"]):
-        raise ValueError("not an http(s) address of the Ray dashboard, e.g. http://127.0.0.1:8265")
-    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
-        raise ValueError(f"port {match['port']} is out of range 1-65535")
     return value
 
 
@@ -533,11 +520,24 @@ def _model_at(loc: KeyPath) -> type[BaseModel] | None:
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
-def _describe(error: Mapping[str, Any], lines: dict[KeyPath, int], source: str) -> str:
+def _override_of(loc: KeyPath, overrides: Sequence[str], lines: dict[KeyPath, int]) -> str | None:
+    """The command-line override a validation error at `loc` comes from, if any: the last one
+    that sets `loc` or a section above it, or that created `loc` (a key the YAML lacks)."""
+    for text in reversed(overrides):
+        path = tuple(parse_override(text)[0])
+        if loc[: len(path)] == path or (path[: len(loc)] == loc and loc not in lines):
+            return text
+    return None
+
+
+def _describe(error: Mapping[str, Any], lines: dict[KeyPath, int], source: str, overrides: Sequence[str] = ()) -> str:
     loc = tuple(error["loc"])
     path = ".".join(str(p) for p in loc) or "(top level)"
     line = lines.get(loc)
     where = f"{source}:{line}: " if line else f"{source}: "
+    override = _override_of(loc, overrides, lines) if loc else None
+    if override is not None:
+        where = f"override {override!r} (command line): "
     if error["type"] == "extra_forbidden":
         parent = _model_at(loc[:-1])
         known = sorted(parent.model_fields) if parent else []
@@ -551,16 +551,25 @@ def _describe(error: Mapping[str, Any], lines: dict[KeyPath, int], source: str) 
     return f"{where}{path}: {error['msg']} (got {shown})"
 
 
-def validate(data: Any, source: str = "config", lines: dict[KeyPath, int] | None = None) -> LaunchConfig:
+def validate(data: Any, source: str = "config", lines: dict[KeyPath, int] | None = None, overrides: Sequence[str] = ()) -> LaunchConfig:
+    """`overrides`: the key=value texts applied to `data`, so an error they caused names them."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: the config must be a YAML mapping of sections", hint="see configs/tiny-1node.yaml")
     try:
         return LaunchConfig.model_validate(data)
     except ValidationError as exc:
-        messages = [_describe(e, lines or {}, source) for e in exc.errors()]
+        errors = exc.errors()
+        origins = [_override_of(tuple(e["loc"]), overrides, lines or {}) if e["loc"] else None for e in errors]
+        messages = [_describe(e, lines or {}, source, overrides) for e in errors]
         first, rest = messages[0], messages[1:]
         more = ("\n  " + "\n  ".join(rest)) if rest else ""
-        raise UserError(first + more, hint="fix the key in the YAML or pass key=value overrides") from None
+        if all(o is not None for o in origins):
+            hint = "fix the key=value override on the command line"
+        elif any(o is not None for o in origins):
+            hint = "fix the key in the YAML and the key=value overrides on the command line"
+        else:
+            hint = "fix the key in the YAML or pass key=value overrides"
+        raise UserError(first + more, hint=hint) from None
 
 
 def read_text(path: Path, what: str = "config") -> str:
@@ -626,4 +635,4 @@ def load_config(path: Path, overrides: list[str] | None = None) -> LaunchConfig:
     data.setdefault("name", path.stem)
     _beside(data, path)
     data = apply_overrides(data, overrides or [])
-    return validate(data, source=str(path), lines=lines)
+    return validate(data, source=str(path), lines=lines, overrides=overrides or [])

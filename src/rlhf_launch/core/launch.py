@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rlhf_launch.core import command, presets, rules, shipped, storage
@@ -30,14 +30,24 @@ class Launch:
     memory: MemoryReport | None = None
     settings: Settings | None = None  # what the trainer runs with, after OpenRLHF's own corrections
     storage: StorageBudget | None = None  # free space checkpoint.ckpt_path needs
+    address: str | None = None  # the dashboard the job goes to, when not the config's (--address, RAY_API_SERVER_ADDRESS)
 
     @property
     def ok(self) -> bool:
         return not errors(self.findings)
 
     @property
+    def target(self) -> str:
+        """The dashboard address the equivalent `ray job submit` names."""
+        return self.address or self.cfg.cluster.address
+
+    def at(self, address: str | None) -> Launch:
+        """This launch, submitted to `address` (None: the config's)."""
+        return replace(self, address=address) if address and address != self.target else self
+
+    @property
     def command(self) -> str:
-        return command.ray_job_submit(self.cfg.cluster.address, self.spec)
+        return command.ray_job_submit(self.target, self.spec)
 
     def as_json(self) -> dict[str, Any]:
         plan = self.plan

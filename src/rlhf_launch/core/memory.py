@@ -67,6 +67,7 @@ Not covered: fragmentation, the entropy term (actor.entropy_coef set: another ~8
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +139,7 @@ class RoleMemory:
     asleep: dict[str, float] = field(default_factory=dict)  # GiB per GPU kept while asleep
     tokens: int = 0  # tokens per GPU its main working set is for
     forward_tokens: int = 0  # actor/critic: tokens per GPU of the no-grad forward
+    host_setting: str = ""  # the config setting that puts host_parts in host RAM ("" when none)
 
     @property
     def gpu(self) -> float:
@@ -192,6 +194,14 @@ class MemoryReport:
     host_limit: float | None
     findings: list[Finding]
     kv_sequences: float | None = None
+    host_sources: dict[str, dict[str, float]] = field(default_factory=dict)  # declared node -> setting -> GiB
+
+    def host_fix(self) -> str:
+        """The hint for the busiest node's host RAM (core.memory.host_fix)."""
+        if not self.host_per_node:
+            return host_fix({})
+        busiest = max(self.host_per_node, key=lambda n: self.host_per_node[n])
+        return host_fix(self.host_sources.get(busiest, {}))
 
     def group_of(self, role: str) -> GroupMemory | None:
         return next((g for g in self.groups if role in g.roles), None)
@@ -293,9 +303,10 @@ def estimate(cfg: LaunchConfig, plan: Plan, settings: Settings | None = None) ->
                         "lower data.generate_max_len, or raise ring_attn_size",
                     )
                 )
-    host = _host(plan, roles)
-    _check_host(host, cfg.cluster.host_memory_gb, findings)
-    return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences)
+    sources = _host_sources(plan, roles)
+    host = {node: sum(parts.values()) for node, parts in sources.items()}
+    _check_host(host, cfg.cluster.host_memory_gb, findings, sources)
+    return MemoryReport(roles, groups, host, limit, cfg.cluster.host_memory_gb, findings, kv_sequences, sources)
 
 
 def _ds_tp(cfg: LaunchConfig, settings: Settings | None) -> int:
@@ -354,6 +365,9 @@ def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: l
                     asleep={k: v for k, v in parts.items() if k in KEPT_ASLEEP},
                     tokens=train.tokens,
                     forward_tokens=rollout.tokens,
+                    host_setting=(
+                        "deepspeed.adam_offload" if ds.adam_offload and host_parts else "deepspeed.enable_sleep" if sleeps else ""
+                    ),
                 )
             )
         else:
@@ -374,6 +388,7 @@ def _roles(cfg: LaunchConfig, plan: Plan, settings: Settings | None, findings: l
                     "experience",
                     {"params": gib(host_bytes)} if host_bytes else {},
                     tokens=rollout.tokens,
+                    host_setting="deepspeed.ref_reward_offload" if host_bytes else "",
                 )
             )
 
@@ -551,26 +566,48 @@ def _check_gpu(group: GroupMemory, limit: float, findings: list[Finding], cfg: L
 
 def host_on(report: MemoryReport, plan: Plan, nodes: list[NodeFree]) -> dict[str, float]:
     """Host GiB per node of a real cluster (node_id -> GiB), where Ray PACK would put each rank."""
-    return _host(plan, report.roles, nodes)
+    return {node: sum(parts.values()) for node, parts in host_sources_on(report, plan, nodes).items()}
 
 
-def _host(plan: Plan, roles: list[RoleMemory], nodes: list[NodeFree] | None = None) -> dict[str, float]:
-    """Host GiB per node (default: the declared nodes): each rank's host share, where Ray PACK would put it."""
-    per_rank = {r.role: r.host_per_rank for r in roles}
+def host_sources_on(report: MemoryReport, plan: Plan, nodes: list[NodeFree]) -> dict[str, dict[str, float]]:
+    """Host GiB per node of a real cluster by the setting that puts it there (node_id -> setting -> GiB)."""
+    return _host_sources(plan, report.roles, nodes)
+
+
+def _host_sources(plan: Plan, roles: list[RoleMemory], nodes: list[NodeFree] | None = None) -> dict[str, dict[str, float]]:
+    """Host GiB per node (default: the declared nodes) by the setting that puts it in host RAM:
+    each rank's host share, where Ray PACK would put it."""
+    per_rank = {r.role: (r.host_setting, r.host_per_rank) for r in roles if r.host_per_rank}
     vllm = next((r for r in roles if r.role == "vllm"), None)
     if vllm is not None and vllm.sleeps:
-        per_rank["vllm"] = vllm.parts["weights"]  # vLLM sleep (level 1) moves weights to host RAM
+        per_rank["vllm"] = ("placement.vllm.enable_sleep", vllm.parts["weights"])  # vLLM sleep (level 1) moves weights to host RAM
     nodes = nodes if nodes is not None else declared_nodes(plan.cluster_nodes, plan.cluster_gpus_per_node)
     sim = simulate(plan.groups, nodes)
-    out = {n.node_id: 0.0 for n in nodes}
+    out: dict[str, dict[str, float]] = {n.node_id: {} for n in nodes}
     for placed in sim.placements:
         for node, bundles in placed.per_node.items():
             for role in placed.group.roles:
-                out[node] += bundles * per_rank.get(role, 0.0)
+                setting, gib_per_rank = per_rank.get(role, ("", 0.0))
+                if gib_per_rank:
+                    key = setting or "offload"
+                    out[node][key] = out[node].get(key, 0.0) + bundles * gib_per_rank
     return out
 
 
-def _check_host(host: dict[str, float], limit: float | None, findings: list[Finding]) -> None:
+def host_fix(sources: Mapping[str, float]) -> str:
+    """The hint for a node short of host RAM: only the settings that put RAM there (from the
+    node's `sources`, setting -> GiB), largest first, with what each accounts for."""
+    settings = sorted(((k, v) for k, v in sources.items() if v > 0 and k != "offload"), key=lambda kv: -kv[1])
+    spread = "spread the training roles over more nodes"
+    if not settings:
+        return spread
+    offs = " or ".join(f"{k} (~{v:.0f} GiB of it)" for k, v in settings)
+    return f"{spread}, or turn off {offs}"
+
+
+def _check_host(
+    host: dict[str, float], limit: float | None, findings: list[Finding], sources: Mapping[str, Mapping[str, float]] | None = None
+) -> None:
     if not host:
         return
     node, need = max(host.items(), key=lambda kv: kv[1])
@@ -587,7 +624,7 @@ def _check_host(host: dict[str, float], limit: float | None, findings: list[Find
             error(
                 "cluster.host_memory_gb",
                 f"the busiest node needs ~{need:.0f} GiB of host RAM (offloaded optimizer states and weights) but has {limit:g}",
-                "spread the training roles over more nodes, or turn off deepspeed.ref_reward_offload",
+                host_fix((sources or {}).get(node, {})),
                 reason="memory",
             )
         )

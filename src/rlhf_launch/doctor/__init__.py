@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlhf_launch.core.launch import Launch
-from rlhf_launch.core.memory import host_on
+from rlhf_launch.core.memory import host_fix, host_sources_on
 from rlhf_launch.doctor import checks, spec
 from rlhf_launch.doctor.checks import NAMES, Node, Report
 from rlhf_launch.errors import UserError
@@ -43,8 +43,10 @@ def examine(launch: Launch, look: Look, *, deep: bool = False, skip: tuple[str, 
         Node(node_id, str(entry.get("ip", "")), entry, gpus.get(node_id))
         for node_id, entry in sorted(facts.items(), key=lambda kv: str(kv[1].get("ip", "")))
     ]
-    host_need = host_on(launch.memory, launch.plan, nodes_free) if launch.memory is not None and nodes_free else {}
-    report = checks.judge(spec.needs(launch), nodes, host_need=host_need, skip=skip, seconds=time.monotonic() - started)
+    sources = host_sources_on(launch.memory, launch.plan, nodes_free) if launch.memory is not None and nodes_free else {}
+    host_need = {node: sum(parts.values()) for node, parts in sources.items()}
+    fixes = {node: host_fix(parts) for node, parts in sources.items()}
+    report = checks.judge(spec.needs(launch), nodes, host_need=host_need, host_fix=fixes, skip=skip, seconds=time.monotonic() - started)
     return report
 
 

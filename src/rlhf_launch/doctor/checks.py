@@ -92,6 +92,7 @@ class Context:
     needs: Needs
     nodes: tuple[Node, ...]
     host_need: dict[str, float] = field(default_factory=dict)  # node_id -> host GiB the placement puts there
+    host_fix: dict[str, str] = field(default_factory=dict)  # node_id -> the hint naming the settings that put it there
 
     @functools.cached_property
     def answering(self) -> tuple[Node, ...]:
@@ -572,7 +573,7 @@ def memory(node: Node, ctx: Context) -> list[Result]:
                 Status.FAIL,
                 f"{total:.0f} GiB host RAM, but the plan puts ~{need:.0f} GiB here (offloaded optimizer states and weights)",
                 f"{need:.0f} GiB",
-                "spread the training roles over more nodes, or offload less (deepspeed.adam_offload / ref_reward_offload)",
+                ctx.host_fix.get(node.node_id) or "spread the training roles over more nodes, or offload less",
             )
         ]
     if need > total * (1 - HOST_HEADROOM):
@@ -787,10 +788,16 @@ class Report:
 
 
 def judge(
-    needs: Needs, nodes: list[Node], *, host_need: dict[str, float] | None = None, skip: tuple[str, ...] = (), seconds: float = 0.0
+    needs: Needs,
+    nodes: list[Node],
+    *,
+    host_need: dict[str, float] | None = None,
+    host_fix: dict[str, str] | None = None,
+    skip: tuple[str, ...] = (),
+    seconds: float = 0.0,
 ) -> Report:
     """Every check on every node. A node that did not answer fails every check it was asked."""
-    ctx = Context(needs, tuple(nodes), host_need or {})
+    ctx = Context(needs, tuple(nodes), host_need or {}, host_fix or {})
     cells: dict[tuple[str, str], Status] = {}
     findings: list[NodeFinding] = []
     for node in nodes:

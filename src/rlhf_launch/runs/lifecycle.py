@@ -117,7 +117,7 @@ def new_run(
 def launch_for(run: Run, overrides: list[str] | None = None, *, load_checkpoint: bool) -> Launch:
     """Rebuild the run's launch from its record (the same flags), with optional overrides."""
     data = apply_overrides(run.config, overrides or [])
-    cfg = validate(data, source=f"run {run.run_id}")
+    cfg = validate(data, source=f"run {run.run_id}", overrides=overrides or [])
     return prepare(cfg, version=run.openrlhf_version, load_checkpoint=load_checkpoint)
 
 

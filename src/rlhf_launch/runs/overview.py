@@ -3,15 +3,16 @@ from Ray where the cluster answers within a few seconds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rlhf_launch.cluster.auth import find_token
 from rlhf_launch.cluster.connection import Cluster, address_from
+from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, RecordUnreadable
-from rlhf_launch.runs import lifecycle, remote
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Run
+from rlhf_launch.runs.status import RunStatus
 
 TIMEOUT = 3.0
 
@@ -20,6 +21,7 @@ TIMEOUT = 3.0
 class Overview:
     rows: list[dict[str, Any]]
     unreadable: list[RecordUnreadable]
+    unreachable: dict[str, str] = field(default_factory=dict)  # address asked -> why it did not answer
 
     def as_json(self) -> list[dict[str, Any]]:
         return self.rows + [{"record": bad.path, "unreadable": bad.reason} for bad in self.unreadable]
@@ -54,21 +56,47 @@ def overview(address: str | None = None, token_file: str | None = None) -> Overv
     """Every record, and every run of the cluster at `address` (or the default address),
     refreshed from its cluster when that answers."""
     token = find_token(token_file=token_file)
-    addresses = {r.address for r in runs.listing().runs if not r.final}
+    addresses = {r.address for r in runs.summaries().runs if not r.final}
     addresses.add(address_from(address))
-    reachable = set()
+    reachable: dict[str, Cluster] = {}
+    unreachable: dict[str, str] = {}
     for target in sorted(addresses):
         try:
-            jobs = Cluster(target, token, timeout=TIMEOUT).checked().jobs
-            on_cluster = {r.run_id for r in remote.cluster_runs(jobs)}
-        except ClusterError:
+            cluster = Cluster(target, token, timeout=TIMEOUT).checked()
+            from rlhf_launch.runs import lifecycle, remote  # only with a cluster that answers: they import diagnose/
+
+            on_cluster = {r.run_id for r in remote.cluster_runs(cluster.jobs)}
+        except ClusterError as exc:
+            unreachable[target] = exc.message
             continue
-        reachable.add(target)
-        for run in runs.listing().runs:
+        reachable[target] = cluster
+        for run in runs.summaries().runs:
             if run.address == target and not run.final and run.run_id not in on_cluster:
                 try:
-                    lifecycle.observe(run, jobs)  # its jobs are gone: the cluster restarted
+                    lifecycle.observe(runs.load(run.run_id), cluster.jobs)  # its jobs are gone: the cluster restarted
                 except ClusterError:
                     pass
-    listing = runs.listing()
-    return Overview([row(r, r.address in reachable) for r in listing.runs], listing.unreadable)
+    listing = runs.summaries()  # the records without their configs: all a row shows
+    rows = [row(r, r.address in reachable) for r in listing.runs]
+    for target, cluster in reachable.items():
+        waiting = [(r, out) for r, out in zip(listing.runs, rows, strict=True) if r.address == target and r.status is RunStatus.WAITING]
+        if waiting:
+            _say_waiting(cluster, waiting)
+    return Overview(rows, listing.unreadable, unreachable)
+
+
+def _say_waiting(cluster: Cluster, waiting: list[tuple[Run, dict[str, Any]]]) -> None:
+    """Each WAITING run short of GPUs: what it waits for and which nodes died since its
+    attempt started (row["waiting"]). One state-API call per cluster; unknown: nothing said."""
+    from rlhf_launch.cluster import snapshot
+
+    try:
+        rows = snapshot.node_rows(cluster.dashboard)
+    except ClusterError:
+        return
+    have, dead = nodes.alive_gpus(rows), nodes.dead_nodes(rows)
+    for run, out in waiting:
+        if run.gpus_required > have:
+            since = run.current.submitted if run.current else None
+            out["waiting"] = nodes.waiting_text(run.gpus_required, have, nodes.died_since(dead, since))
+            out["dead_nodes"] = [n.as_json() for n in nodes.died_since(dead, since)]

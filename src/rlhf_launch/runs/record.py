@@ -105,13 +105,24 @@ class Run:
         return asdict(self)
 
 
+@dataclass
+class Summary(Run):
+    """A run as `runs` lists it: the record without its config, overrides, argv and
+    runtime_env (empty here), read through the listing index. Never saved."""
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     """The fields `cls` has (records written by other launcher versions may have more)."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     return {k: v for k, v in data.items() if k in names}
 
 
-def from_json(data: dict[str, Any]) -> Run:
+def from_json(data: dict[str, Any], cls: type[Run] = Run) -> Run:
     attempts = []
     for raw in data.get("attempts", []):
         entry = _known(Attempt, raw)
@@ -120,7 +131,7 @@ def from_json(data: dict[str, Any]) -> Run:
     fields = _known(Run, data)
     fields["attempts"] = attempts
     fields["status"] = RunStatus(fields.get("status", "PENDING"))
-    return Run(**fields)
+    return cls(**fields)
 
 
 def path_of(run_id: str) -> Path:
@@ -140,6 +151,8 @@ def new_run_id(name: str) -> str:
 
 def save(run: Run) -> None:
     """Atomic: write a temp file, fsync, rename over the record, fsync the directory."""
+    if isinstance(run, Summary):
+        raise TypeError(f"run {run.run_id}: a Summary lacks the record's config; load() the run to change it")
     directory = runs_dir()
     directory.mkdir(parents=True, exist_ok=True)
     target = path_of(run.run_id)
@@ -160,12 +173,23 @@ def save(run: Run) -> None:
 
 
 def _read(path: Path) -> Run:
+    data = _parse(path)
     try:
-        return from_json(json.loads(path.read_text()))
-    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+        return from_json(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise RecordUnreadable(str(path), f"{type(exc).__name__}: {exc}") from None
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
         raise RecordUnreadable(str(path), f"{type(exc).__name__}: {exc}") from None
     except OSError as exc:
         raise RecordUnreadable(str(path), exc.strerror or str(exc)) from None
+    if not isinstance(data, dict):
+        raise RecordUnreadable(str(path), f"TypeError: a record is a JSON object, not {type(data).__name__}")
+    return data
 
 
 def load(run_id: str) -> Run:
@@ -194,6 +218,79 @@ def listing() -> Listing:
         except RecordUnreadable as exc:
             bad.append(exc)
     return Listing(sorted(runs, key=lambda r: r.created), bad)
+
+
+# The listing index: each record's summary (the record without HEAVY), keyed by the file's
+# inode, size, mtime and ctime, so `runs` parses only records that changed since. A record
+# is indexed only once it is SETTLED_NS old: a rewrite within the file system's timestamp
+# granularity (a few ms) can then never keep the key of what the index holds. The index is
+# a cache: unreadable, missing or from another version, it is rebuilt; writers race
+# harmlessly (each renames a whole file into place).
+INDEX = ".listing-index"  # no .json suffix: not a record
+INDEX_VERSION = 1
+HEAVY = ("config", "overrides", "argv", "runtime_env")
+SETTLED_NS = 2_000_000_000
+
+
+def _index_entries(directory: Path) -> dict[str, Any]:
+    try:
+        index = json.loads((directory / INDEX).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    records = index.get("records") if isinstance(index, dict) and index.get("version") == INDEX_VERSION else None
+    return records if isinstance(records, dict) else {}
+
+
+def _write_index(directory: Path, records: dict[str, Any]) -> None:
+    tmp = directory / f"{INDEX}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, json.dumps({"version": INDEX_VERSION, "records": records}, default=str).encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, directory / INDEX)
+    except OSError:  # a read-only state dir: list without the index
+        tmp.unlink(missing_ok=True)
+
+
+def summaries() -> Listing:
+    """Every record as `runs` lists it (Summary: no config, argv, runtime_env), oldest first,
+    and the unreadable ones: what listing() gives, reading only the records that changed."""
+    directory = runs_dir()
+    if not directory.is_dir():
+        return Listing([], [])
+    cached = _index_entries(directory)
+    kept: dict[str, Any] = {}
+    now = time.time_ns()
+    out, bad = [], []
+    with os.scandir(directory) as entries:
+        records = sorted((e for e in entries if e.name.endswith(".json")), key=lambda e: e.name)
+    for entry in records:
+        try:
+            st = entry.stat()
+            key = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+            hit = cached.get(entry.name)
+            if isinstance(hit, list) and len(hit) == 2 and hit[0] == key:
+                summary = hit[1]
+            else:
+                summary = {k: v for k, v in _parse(Path(entry.path)).items() if k not in HEAVY}
+            run = from_json({**summary, "config": {}, "overrides": [], "argv": [], "runtime_env": {}}, Summary)
+        except RecordUnreadable as exc:
+            bad.append(exc)
+            continue
+        except OSError as exc:
+            bad.append(RecordUnreadable(entry.path, exc.strerror or str(exc)))
+            continue
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            bad.append(RecordUnreadable(entry.path, f"{type(exc).__name__}: {exc}"))
+            continue
+        if now - st.st_mtime_ns > SETTLED_NS:
+            kept[entry.name] = [key, summary]
+        out.append(run)
+    if kept != cached:
+        _write_index(directory, kept)
+    return Listing(sorted(out, key=lambda r: r.created), bad)
 
 
 def all_runs() -> list[Run]:

@@ -29,9 +29,10 @@ from typing import Any
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs
 from rlhf_launch.errors import ClusterError, ClusterTimeout, JobNotFound
-from rlhf_launch.runs import gone, lifecycle, supervisor
+from rlhf_launch.runs import gone, jobmeta, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Run
+from rlhf_launch.runs.status import RunStatus
 from rlhf_launch.util.poll import poll_until
 
 BOUND = 60.0
@@ -45,6 +46,8 @@ class Stopped:
     bound: float
     seconds: float = 0.0
     left: list[gone.Leftovers] = field(default_factory=list)
+    already: bool = False  # the run was stopped before this stop: this one only checked again
+    stopped_at: float | None = None  # when it was first stopped (epoch seconds; None: unknown)
 
     @property
     def gone(self) -> bool:
@@ -60,6 +63,8 @@ class Stopped:
             "seconds": round(self.seconds, 2),
             "bound": self.bound,
             "left": [line for lo in self.left for line in lo.describe()],
+            "already_stopped": self.already,
+            "stopped_at": self.stopped_at,
         }
 
 
@@ -130,9 +135,25 @@ def _late(job_ids: set[str]) -> list[gone.Leftovers]:
     return [gone.Leftovers(job_id, unknown=why) for job_id in sorted(job_ids)]
 
 
+def first_stopped_at(jobs: Jobs, run: Run) -> float | None:
+    """When a stopped run was stopped: its stop marker's start on the cluster, else the end of
+    its last attempt. None: unknown."""
+    number = max((a.number for a in run.attempts), default=0)
+    try:
+        start = jobs.info(jobmeta.stop_marker_id(run.run_id, number)).start_time
+    except ClusterError:
+        start = None
+    if start:
+        return start
+    return run.current.ended if run.current else None
+
+
 def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, bound: float = BOUND) -> Stopped:
     started = time.monotonic()
     deadline = started + bound
+    before = runs.load(run.run_id) if runs.path_of(run.run_id).exists() else run
+    already = before.stopped_by_user or before.status is RunStatus.STOPPED
+    stopped_at = first_stopped_at(jobs, before) if already else None
     run = lifecycle.mark_stopped(run.run_id)
     lifecycle.stop_on_cluster(jobs, run)
     supervisors = [info.job_id for info in supervisor.supervisor_jobs(run, jobs)]
@@ -165,4 +186,4 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
         rounds += 1
     current = run.current
     status = str(current.status) if current else "NONE"
-    return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left)
+    return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left, already, stopped_at)

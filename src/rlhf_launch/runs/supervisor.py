@@ -38,6 +38,7 @@ from typing import Any
 from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
+from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
 from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, retry
 from rlhf_launch.runs import record as runs
@@ -440,6 +441,18 @@ class Supervisor:
         except ClusterError:
             return False  # unknown: the next look decides
 
+    def _deaths(self, run: Run) -> str:
+        """`: node 127.0.0.4 (id 3f2a1b2c, 8 GPUs) died 12:03:41: ...` for the nodes that died since
+        the run's current attempt started ("" when none, or unknown)."""
+        if self.dashboard is None:  # no state API to ask (a test's supervisor)
+            return ""
+        try:
+            dead = snapshot.dead_nodes(self.dashboard)
+        except ClusterError:
+            return ""
+        since = nodes.died_since(dead, run.current.submitted if run.current else None)
+        return f": {nodes.deaths_text(since)}" if since else ""
+
     def _wait_capacity(self, run: Run) -> bool:
         deadline = time.monotonic() + self.capacity_wait
         told = False
@@ -452,7 +465,7 @@ class Supervisor:
             if have >= run.gpus_required:
                 return True
             if not told and have >= 0:
-                self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g})")
+                self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}")
                 told = True
             if time.monotonic() > deadline or self._stopped(run):
                 return False
