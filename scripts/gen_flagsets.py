@@ -17,7 +17,7 @@ sample per prompt, and the pins.
 Then it derives the renames between releases again (scripts/gen_renames.py).
 --default rewrites: openrlhf/releases.py (DEFAULT), every preset's `openrlhf.version`, the
 `cluster` extra of pyproject.toml, the version ARGs of docker/Dockerfile, the default image
-of scripts/run-node.sh and the image tags in README.md. tests/test_releases.py checks that
+of scripts/run-node.sh and the image tags in README.md. tests/core/test_releases.py checks that
 they agree.
 """
 

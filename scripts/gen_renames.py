@@ -22,7 +22,7 @@ not disappear at that release stops the script too, so the table cannot go stale
     python scripts/gen_renames.py           # rewrite renames.json
     python scripts/gen_renames.py --check   # exit 1 if renames.json is not what the data gives
 
-Run it after scripts/gen_flagsets.py adds a release; tests/test_renames.py checks the file is
+Run it after scripts/gen_flagsets.py adds a release; tests/openrlhf/test_renames.py checks the file is
 current.
 """
 

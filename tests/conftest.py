@@ -54,7 +54,7 @@ def write_config(tmp_path):
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
     """4 nodes x 8 logical GPUs, token auth on, InfiniBand settings on every node."""
-    from ray_cluster import LocalCluster
+    from support.ray_cluster import LocalCluster
 
     local = LocalCluster(
         tmp_path_factory.mktemp("cluster"),
@@ -87,7 +87,7 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def jobs():
-    """A fake job API (tests/fakes.py)."""
-    from fakes import FakeJobs
+    """A fake job API (tests/support/fakes.py)."""
+    from support.fakes import FakeJobs
 
     return FakeJobs()

@@ -11,7 +11,7 @@ import pytest
 try:  # the helpers' home after the tests' reorganisation, or before it
     from support.fakes import FakeDashboard, FakeJobs, running_run
 except ImportError:
-    from fakes import FakeDashboard, FakeJobs, running_run
+    from support.fakes import FakeDashboard, FakeJobs, running_run
 
 from rlhf_launch.cli.app import main
 from rlhf_launch.runs import record as runs

@@ -18,7 +18,7 @@ def two_nodes(tmp_path_factory):
     try:
         from support.ray_cluster import LocalCluster
     except ImportError:
-        from ray_cluster import LocalCluster
+        from support.ray_cluster import LocalCluster
 
     local = LocalCluster(tmp_path_factory.mktemp("death"), workers=1)
     try:

@@ -24,6 +24,8 @@ def command(
     from rlhf_launch.cli import report
     from rlhf_launch.errors import UserError
     from rlhf_launch.runs import evidence, remote
+    from rlhf_launch.runs.history import past_failures
+    from rlhf_launch.runs.status import AttemptStatus
 
     data: dict[str, Any]
     if log is not None:
@@ -38,7 +40,9 @@ def command(
         if chosen is None:
             raise UserError(f"run {record.run_id} has no attempt {attempt}", hint=f"it has {len(record.attempts)}")
         data = {"run_id": record.run_id, "attempt": chosen.number, "job_id": chosen.job_id, "job_status": str(chosen.status)}
-        if (chosen.diagnosis or {}).get("stall"):  # the supervisor diagnosed the stall when it saw it
+        if chosen.status is AttemptStatus.SUCCEEDED:  # nothing failed: what the run came through
+            data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
+        elif (chosen.diagnosis or {}).get("stall"):  # the supervisor diagnosed the stall when it saw it
             data.update(chosen.diagnosis or {})
         else:
             found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)

@@ -21,8 +21,9 @@ def command(
 
         output.follow(logs.follow(record, cluster.jobs), report.progress_reader(record))
     else:
-        output.echo(logs.current(record, cluster.jobs), end="")
-        if record.diagnosis:
-            from rlhf_launch.cli import report
+        text = logs.current(record, cluster.jobs)
+        output.echo(text, end="" if not text or text.endswith("\n") else "\n")  # the diagnosis starts a line of its own
+        from rlhf_launch.cli import report
 
+        if record.diagnosis and report.failing_now(record):
             output.echo(report.diagnosis_text(record.diagnosis), err=True)

@@ -68,29 +68,74 @@ def show_launch(launch: Launch, as_json: bool, live: Live | None = None) -> None
         exit_with(USER)
 
 
-def follow(chunks: Iterable[str], progress: Callable[[str], str | None] | None = None) -> None:
-    """Print log chunks as they come; Ctrl-C stops following, never the job.
+def _newest(pending: str) -> str:
+    """A line still being redrawn (tqdm writes `\r` updates): only its newest state."""
+    if "\r" not in pending:
+        return pending
+    parts = [part for part in pending.split("\r") if part]
+    return parts[-1] if parts else ""
 
-    `progress` reads each chunk and returns a progress line (or None): on a terminal it is
-    kept as a live last line, elsewhere it is printed as a plain line when it changes."""
+
+def _fit(line: str, width: int) -> str:
+    """One screen row: a live line that wrapped could not be erased by `\r\x1b[K`."""
+    line = line.replace("\n", " ").replace("\r", " ")
+    room = max(10, width - 1)
+    return line if len(line) <= room else line[: room - 1] + "…"
+
+
+def follow(chunks: Iterable[str], progress: Callable[[str], str | None] | None = None) -> None:
+    """Print log chunks as they come, whole lines only; Ctrl-C stops following, never the job.
+
+    A chunk may end mid-line (Ray's log tail sends fixed-size chunks): the rest of the line
+    is held until its newline comes, so nothing printed is ever erased. `progress` reads
+    each chunk and returns a progress line (or None): on a terminal it is kept as a live
+    last line, cut to the terminal's width (or, before there is one, the line being
+    redrawn); elsewhere it is printed as a plain line when it changes."""
+    import shutil
+
     live = sys.stdout.isatty()
-    shown = ""
+    pending = ""  # the end of the log after its last newline
+    status = ""  # the progress line
+    shown = ""  # what the live last line shows now
+    interrupted = False
     try:
         for chunk in chunks:
-            if live and shown:
-                sys.stdout.write("\r\x1b[K")
-            echo(chunk, end="")
+            text = pending + chunk
+            cut = text.rfind("\n") + 1
+            complete, pending = text[:cut], _newest(text[cut:])
             line = progress(chunk) if progress else None
-            if line and live:
-                sys.stdout.write(_clean(line))
-                sys.stdout.flush()
-                shown = line
-            elif line and line != shown:
-                echo(f"[rlhf-launch] {line}")
-                shown = line
+            if live:
+                status = line or status
+                wanted = _fit(_clean(status or pending), shutil.get_terminal_size((100, 24)).columns)
+                if complete or wanted != shown:
+                    if shown:
+                        sys.stdout.write("\r\x1b[K")
+                    if complete:
+                        echo(complete, end="")
+                    if wanted:
+                        sys.stdout.write(wanted)
+                        sys.stdout.flush()
+                    shown = wanted
+            else:
+                if complete:
+                    echo(complete, end="")
+                if line and line != status:
+                    echo(f"[rlhf-launch] {line}")
+                    status = line
     except KeyboardInterrupt:
-        echo("\nstopped following; the job keeps running", err=True)
+        interrupted = True
     finally:
-        if live and shown:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+        close = getattr(chunks, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - the stream is being abandoned
+                pass
+        if shown:
+            sys.stdout.write("\r\x1b[K")
+        if pending:
+            echo(pending)
+        if live and status:
+            echo(_fit(status, shutil.get_terminal_size((100, 24)).columns))
+        if interrupted:
+            echo("stopped following; the job keeps running", err=True)

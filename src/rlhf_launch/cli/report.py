@@ -251,18 +251,30 @@ def resumed_text(done: Resumed) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    hours, rest = divmod(int(seconds), 3600)
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    if days:
+        return f"{days}d{hours:02d}h"
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
+def plain_number(value: float) -> str:
+    """5750.3 -> `5,750`, 12.4 -> `12`, 3.14 -> `3.1`, 0.0512 -> `0.051`: never an exponent."""
+    if value >= 10:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.1f}"
+    return f"{value:.2g}" if value >= 1e-4 else f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+
+
 def progress_text(row: dict[str, Any]) -> str:
-    """`step 12/400, 3.1/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known."""
+    """`step 12/400, 3.1 steps/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known."""
     if row.get("step") is None:
         return "-"
     total = row.get("total_steps")
     parts = [f"step {row['step']}" + (f"/{total}" if total else "")]
     if row.get("steps_per_hour"):
-        parts.append(f"{row['steps_per_hour']:.3g}/h")
+        parts.append(f"{plain_number(row['steps_per_hour'])} steps/h")
     if row.get("eta_seconds") is not None:
         parts.append(f"ETA {_duration(row['eta_seconds'])}")
     for name in ("reward", "kl"):
@@ -272,14 +284,24 @@ def progress_text(row: dict[str, Any]) -> str:
 
 
 def progress_reader(run: Run) -> Callable[[str], str | None]:
-    """Reads a run's log as it streams; returns its progress line once a step is known."""
+    """Reads a run's log as it streams (`runs.logs.follow`: attempt after attempt, each
+    after a `--- RUN attempt N` line); returns its progress line once a step is known."""
     import time
 
     from rlhf_launch.runs.progress import Tracker
 
-    tracker = Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=time.time())
+    def fresh() -> Tracker:
+        return Tracker(
+            total_steps=run.total_steps, release=run.openrlhf_version, started=time.time(), rollout_batch_size=run.rollout_batch_size
+        )
+
+    tracker = fresh()
+    marker = f"--- {run.run_id} attempt "
 
     def read(chunk: str) -> str | None:
+        nonlocal tracker
+        if chunk.startswith(marker):  # a new attempt: its own rate and steps (it resumes from a checkpoint)
+            tracker = fresh()
         tracker.feed(chunk, time.time())
         seen = tracker.progress(time.time()).as_json()
         return progress_text(seen) if seen.get("step") is not None else None
@@ -305,11 +327,18 @@ def diagnosis_text(diagnosis: dict[str, Any]) -> str:
 
 
 def diagnose_text(data: dict[str, Any]) -> str:
-    """`diagnose` for people: what was diagnosed, then the diagnosis."""
+    """`diagnose` for people: what was diagnosed, then the diagnosis (or, for an attempt that
+    succeeded, the failures the run came through)."""
     if "log" in data:
         head = f"{data['log']}:"
     else:
         head = f"{data['run_id']} attempt {data['attempt']} ({data['job_id']}, {data['job_status']}):"
+    if data.get("job_status") == "SUCCEEDED" and "class" not in data:
+        lines = [head, "  nothing to diagnose: it succeeded"]
+        for past in data.get("history", []):
+            step = f"at step {past['step']}" if past.get("step") is not None else "before its first step"
+            lines.append(f"  earlier: attempt {past['attempt']} {past['status']}: {past['class']} {step} (resumed)")
+        return "\n".join(lines)
     lines = [head, diagnosis_text(data)]
     if data.get("stall"):
         lines.insert(1, f"  stalled: {data['stall'].get('message', data['stall'].get('milestone'))}")
@@ -352,14 +381,34 @@ def not_live_lines(overview: Overview) -> list[str]:
     return lines
 
 
+def failing_now(run: Run) -> bool:
+    """Is the run's diagnosis about its current attempt (failed, or stalled), not its past?"""
+    attempt = run.current
+    return attempt is not None and (attempt.status.is_failure() or bool((attempt.diagnosis or {}).get("stall")))
+
+
 def run_line(run: Run) -> str:
+    """`r1: SUCCEEDED (attempt 2; step 40/40); resumed after nccl_timeout at step 5`, or
+    with the diagnosis of the attempt that failed now."""
+    from rlhf_launch.runs.history import history_text
     from rlhf_launch.runs.overview import row
 
     text = f"{run.run_id}: {run.status} (attempt {len(run.attempts)}; {progress_text(row(run, True))})"
-    return text + ("\n" + diagnosis_text(run.diagnosis) if run.diagnosis else "")
+    if run.diagnosis and failing_now(run):
+        return text + "\n" + diagnosis_text(run.diagnosis)
+    past = history_text(run)
+    return text + (f"; {past}" if past else "")
 
 
 def stopped_text(done: Stopped) -> str:
+    if done.gone and done.finished:
+        from rlhf_launch.util.when import moment
+
+        when = f" at {moment(done.stopped_at)}" if done.stopped_at else ""
+        return (
+            f"{done.run_id} had already {done.finished}{when}: nothing to stop; checked in {done.seconds:.1f}s: "
+            f"no process of it is left, its GPUs are free (job {done.job_id}: {done.job_status})"
+        )
     if done.gone and done.already:
         from rlhf_launch.util.when import moment
 
@@ -384,6 +433,7 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
     from rlhf_launch.runs.supervisor import STATE
 
     pending = ""
+    told: set[str] = set()  # each diagnosis once (the supervisor repeats its state every minute)
     for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split("\n")
@@ -395,8 +445,11 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     continue
                 progress = progress_text({**(state.get("progress") or {})})
                 yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
-                if state.get("diagnosis") and str(state.get("status")) in ("WAITING", "FAILED", "GAVE_UP"):
-                    yield diagnosis_text(state["diagnosis"]) + "\n"
+                found = state.get("diagnosis")
+                key = json.dumps(found, sort_keys=True, default=str)
+                if found and str(state.get("status")) in ("WAITING", "FAILED", "GAVE_UP") and key not in told:
+                    told.add(key)
+                    yield diagnosis_text(found) + "\n"
             else:
                 yield line + "\n"
     if pending:

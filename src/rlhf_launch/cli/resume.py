@@ -35,4 +35,4 @@ def command(
     if not done.ok:
         output.exit_with(output.USER)
     if follow:
-        output.follow(logs.follow(done.run, cluster.jobs))
+        output.follow(logs.follow(done.run, cluster.jobs), report.progress_reader(done.run))

@@ -63,4 +63,4 @@ def command(
     if done.run is None:
         output.exit_with(output.USER)
     if follow:
-        output.follow(logs.follow(done.run, cluster.jobs))
+        output.follow(logs.follow(done.run, cluster.jobs), report.progress_reader(done.run))

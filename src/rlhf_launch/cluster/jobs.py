@@ -14,6 +14,8 @@ opened, which Ray's state API uses for the job's actors and placement groups.
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -140,21 +142,73 @@ class Jobs:
             raise JobNotFound(f"the cluster at {self.address} has no job {job_id}") from None
 
     def follow(self, job_id: str) -> Iterator[str]:
-        """Log chunks as they come, until the job ends (Ray's websocket tail)."""
-        agen = self._sdk().tail_job_logs(job_id)
-        loop = asyncio.new_event_loop()
+        """Log chunks as they come, until the job ends (Ray's websocket tail).
+
+        The websocket is read by an event loop on a thread of its own, so a Ctrl-C (which
+        lands on the main thread) or an abandoned iterator never interrupts the async
+        generator mid-step: closing this iterator cancels the reading task and the loop
+        shuts it down cleanly (no "async generator ignored GeneratorExit")."""
+        sdk = self._sdk()
+        chunks: queue.Queue[Any] = queue.Queue(maxsize=256)
+        done, stop = object(), threading.Event()
+        running: dict[str, Any] = {}
+
+        async def read() -> None:
+            agen = sdk.tail_job_logs(job_id)
+            try:
+                async for chunk in agen:
+                    while not stop.is_set():
+                        try:
+                            chunks.put(chunk, timeout=0.2)
+                            break
+                        except queue.Full:
+                            await asyncio.sleep(0)
+                    if stop.is_set():
+                        return
+            finally:
+                await agen.aclose()
+
+        def pump() -> None:
+            loop = asyncio.new_event_loop()
+            try:
+                task = loop.create_task(read())
+                running["loop"], running["task"] = loop, task
+                loop.run_until_complete(task)
+                chunks.put(done)
+            except asyncio.CancelledError:
+                chunks.put(done)
+            except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
+                chunks.put(exc)
+            finally:
+                try:
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                finally:
+                    loop.close()
+
+        thread = threading.Thread(target=pump, daemon=True, name=f"rlhf-launch-follow-{job_id}")
+        thread.start()
         try:
             while True:
                 try:
-                    yield loop.run_until_complete(agen.__anext__())
-                except StopAsyncIteration:
+                    item = chunks.get(timeout=0.5)
+                except queue.Empty:
+                    if not thread.is_alive() and chunks.empty():
+                        return
+                    continue
+                if item is done:
                     return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
         finally:
-            try:
-                loop.run_until_complete(agen.aclose())
-            except Exception:  # noqa: BLE001 - closing a finished stream
-                pass
-            loop.close()
+            stop.set()
+            loop, task = running.get("loop"), running.get("task")
+            if loop is not None and task is not None:
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:
+                    pass  # the loop has finished already
+            thread.join(timeout=2.0)
 
     def wait_terminal(self, job_id: str, seconds: float, interval: float = 0.3) -> JobStatus:
         """The job's status once it ends, or when `seconds` have passed."""

@@ -84,6 +84,27 @@ def _params_billion(launch: Launch) -> float | None:
     return round(shape.params / 1e9, 2) if shape else None
 
 
+def planned_steps(cfg: LaunchConfig, version: str) -> int | None:
+    """Global steps of the run when `data.max_samples` bounds its prompts (None otherwise):
+    an upper bound, since the dataset may hold fewer; the trainer's episode bar corrects it."""
+    from rlhf_launch.runs.progress import total_steps
+
+    train, samples = cfg.train, cfg.data.max_samples
+    if not samples:
+        return None
+    count = total_steps(
+        samples,
+        train.rollout_batch_size,
+        train.n_samples_per_prompt,
+        train.train_batch_size,
+        train.num_episodes,
+        train.max_epochs,
+        version,
+        vllm_generate_batch_size=train.vllm_generate_batch_size,
+    )
+    return count.global_steps or None
+
+
 def new_run(
     launch: Launch, address: str, source: str, overrides: list[str], policy: Supervision = Supervision(), run_id: str | None = None
 ) -> Run:
@@ -109,6 +130,8 @@ def new_run(
         gpus_required=launch.plan.gpus_required,
         params_billion=_params_billion(launch),
         nodes=launch.plan.cluster_nodes,
+        total_steps=planned_steps(launch.cfg, launch.flags.version),
+        rollout_batch_size=launch.cfg.train.rollout_batch_size,
     )
     runs.save(run)
     return run

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from rlhf_launch.cluster.jobs import Jobs
 from rlhf_launch.errors import ClusterError, UserError
-from rlhf_launch.runs import lifecycle, remote, supervisor
+from rlhf_launch.runs import history, lifecycle, remote, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus
@@ -33,10 +33,18 @@ def follow(run: Run, jobs: Jobs) -> Iterator[str]:
         nxt = _next_attempt(run.run_id, attempt.number, jobs)
         run = remote.refresh(runs.load(run.run_id), jobs)
         if nxt is None:
-            why = f" ({run.diagnosis.get('class')}: {run.diagnosis.get('hint', '')})" if run.diagnosis else ""
-            yield f"--- {run.run_id}: {run.status}{why}\n"
+            yield f"--- {run.run_id}: {run.status}{_why(run)}\n"
             return
         attempt = nxt
+
+
+def _why(run: Run) -> str:
+    """What follows a run's final status: its current attempt's failure, or its history."""
+    current = run.current
+    if run.diagnosis and current is not None and current.status.is_failure():
+        return f" ({run.diagnosis.get('class')}: {run.diagnosis.get('hint', '')})"
+    past = history.history_text(run)
+    return f" ({past})" if past else ""
 
 
 def _next_attempt(run_id: str, after: int, jobs: Jobs, wait: float = NEXT_ATTEMPT_WAIT) -> Attempt | None:

@@ -44,7 +44,7 @@ def row(run: Run, live: bool) -> dict[str, Any]:
         "step": progress.get("step"),
         "total_steps": progress.get("total_steps") or run.total_steps,
         "steps_per_hour": progress.get("steps_per_hour"),
-        "eta_seconds": progress.get("eta_seconds"),
+        "eta_seconds": None if run.final else progress.get("eta_seconds"),
         "reward": progress.get("reward"),
         "kl": progress.get("kl"),
         "diagnosis": run.diagnosis,

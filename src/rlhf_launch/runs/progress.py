@@ -264,9 +264,11 @@ class Tracker:
     """Fed the driver log as it comes (any chunking; partial lines are kept until their end)
     with the wall-clock time of each chunk; answers where the attempt stands.
 
-    `total_steps` from the plan wins over what the log suggests; `release` lets the episode
-    bar be read (it counts rollout batches before 0.9.1, prompts after); `started` is when
-    the attempt was submitted (the clock the first deadline runs on)."""
+    M comes from the trainer's own episode bar first (it knows the dataset's real size);
+    `total_steps`, the plan's count from `max_samples` (an upper bound: the dataset may hold
+    fewer prompts), fills in until a bar is seen. `release` lets the bar be read (it counts
+    rollout batches before 0.9.1, prompts after, which `rollout_batch_size` turns into
+    steps); `started` is when the attempt was submitted (the clock the first deadline runs on)."""
 
     total_steps: int | None = None
     release: str | None = None
@@ -307,6 +309,8 @@ class Tracker:
         found = []
         for line in lines:
             found.extend(self._line(line, now))
+        if "Episode [" in self._partial:  # tqdm's newest draw ends with no newline until the next
+            self._episode_bar(self._partial.rsplit("\r", 1)[-1], now, [])
         return found
 
     def _line(self, line: str, now: float) -> list[tuple[Milestone, str]]:
@@ -377,9 +381,10 @@ class Tracker:
     # ------------------------------------------------------------ answers
     @property
     def total(self) -> int | None:
-        """M: the plan's count if given, else what the episode bar says."""
-        if self.total_steps:
-            return self.total_steps
+        """M: what the episode bar says, else the plan's count."""
+        return self._bar_total() or self.total_steps or None
+
+    def _bar_total(self) -> int | None:
         if self._bar is None:
             return None
         _, episodes, _, per_bar = self._bar

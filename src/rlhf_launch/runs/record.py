@@ -82,7 +82,8 @@ class Run:
     gpus_required: int = 0
     params_billion: float | None = None
     nodes: int = 1
-    total_steps: int | None = None
+    total_steps: int | None = None  # the plan's count from max_samples (an upper bound; the bar knows better)
+    rollout_batch_size: int | None = None  # prompts per global step: reads a 0.9.1+ episode bar as steps
     supervisor_job: str | None = None  # the cluster-side supervisor's Ray job
     diagnosis: dict[str, Any] | None = None  # why the last attempt failed or stalled
     progress: dict[str, Any] | None = None  # step N of M, steps per hour, ETA, reward, KL

@@ -48,6 +48,7 @@ class Stopped:
     left: list[gone.Leftovers] = field(default_factory=list)
     already: bool = False  # the run was stopped before this stop: this one only checked again
     stopped_at: float | None = None  # when it was first stopped (epoch seconds; None: unknown)
+    finished: str | None = None  # the run had ended on its own (SUCCEEDED): kept so, only checked
 
     @property
     def gone(self) -> bool:
@@ -58,7 +59,7 @@ class Stopped:
             "run_id": self.run_id,
             "job_id": self.job_id,
             "job_status": self.job_status,
-            "status": "STOPPED",
+            "status": self.finished or "STOPPED",
             "gone": self.gone,
             "seconds": round(self.seconds, 2),
             "bound": self.bound,
@@ -152,10 +153,14 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
     started = time.monotonic()
     deadline = started + bound
     before = runs.load(run.run_id) if runs.path_of(run.run_id).exists() else run
-    already = before.stopped_by_user or before.status is RunStatus.STOPPED
+    finished = str(before.status) if before.status is RunStatus.SUCCEEDED and not before.stopped_by_user else None
+    already = finished is None and (before.stopped_by_user or before.status is RunStatus.STOPPED)
     stopped_at = first_stopped_at(jobs, before) if already else None
-    run = lifecycle.mark_stopped(run.run_id)
-    lifecycle.stop_on_cluster(jobs, run)
+    if finished is None:  # a run that succeeded stays SUCCEEDED: it is only checked for leftovers
+        run = lifecycle.mark_stopped(run.run_id)
+        lifecycle.stop_on_cluster(jobs, run)
+    else:
+        stopped_at = before.current.ended if before.current else None
     supervisors = [info.job_id for info in supervisor.supervisor_jobs(run, jobs)]
     run = lifecycle.observe(runs.load(run.run_id), jobs)
     live = [a.job_id for a in run.attempts if not a.status.is_terminal()]
@@ -179,11 +184,14 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
         if rounds and time.monotonic() >= deadline:  # one round always runs: nothing is gone unproven
             left += _late(set(attempts) - swept)
             break
-        lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
+        if finished is None:
+            lifecycle.stop_on_cluster(jobs, run)  # the newest attempt is the stopped one
         _stop_until_terminal(jobs, [a.job_id for a in run.attempts if not a.status.is_terminal()], deadline)
         left = gone.wait_gone(jobs, dashboard, attempts + supervisors, sweep, max(1.0, deadline - time.monotonic()), runs=[run.run_id])
         swept |= set(attempts)
         rounds += 1
     current = run.current
     status = str(current.status) if current else "NONE"
-    return Stopped(run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left, already, stopped_at)
+    return Stopped(
+        run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left, already, stopped_at, finished
+    )

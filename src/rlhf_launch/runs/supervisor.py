@@ -93,6 +93,7 @@ class Supervisor:
     _tracker: progress.Tracker | None = None
     _tracked: str = ""  # the job the tracker follows
     _tail: list[str] = field(default_factory=list)  # the end of the log already fed
+    _read_to_end: str = ""  # the finished job whose log was read to its end
     _reported_at: float = 0.0
 
     # ------------------------------------------------------------------ reporting
@@ -165,6 +166,8 @@ class Supervisor:
         if lifecycle.stopped_on_cluster(self.jobs, run):
             lifecycle.mark_stopped(self.run_id)
             return self._end(RunStatus.STOPPED, f"{self.run_id} was stopped by the user: not resuming")
+        if attempt.status.is_terminal():
+            run = self._last_read(run, attempt)
         if attempt.status is AttemptStatus.SUCCEEDED:
             return self._end(RunStatus.SUCCEEDED, f"{self.run_id}: SUCCEEDED")
         if attempt.status is AttemptStatus.STOPPED:
@@ -180,7 +183,9 @@ class Supervisor:
         """Progress and stalls of a live attempt. True when it stalled and was dealt with."""
         now = self.clock()
         if self._tracker is None or self._tracked != attempt.job_id:  # this machine's clock from here on
-            self._tracker = progress.Tracker(total_steps=run.total_steps, release=run.openrlhf_version, started=now)
+            self._tracker = progress.Tracker(
+                total_steps=run.total_steps, release=run.openrlhf_version, started=now, rollout_batch_size=run.rollout_batch_size
+            )
             self._tracked, self._tail = attempt.job_id, []
         tracker = self._tracker
         try:
@@ -191,9 +196,7 @@ class Supervisor:
                 tracker.feed(self._new_text(tail), now)
         except ClusterError:
             return False  # unknown: no progress read, no stall called
-        seen = tracker.progress(now).as_json()
-        if seen != run.progress:
-            run = runs.update(self.run_id, lambda r: setattr(r, "progress", seen))
+        run = self._keep_progress(run, tracker, now)
         overrides = ((run.config.get("supervise") or {}).get("deadlines")) or {}
         deadlines = progress.parse_deadlines(overrides, progress.default_deadlines(run.params_billion or 7.0, run.nodes))
         stalled = progress.stall(tracker, now, deadlines)
@@ -204,6 +207,32 @@ class Supervisor:
             return self._stalled(run, attempt, stalled)
         except ClusterError:
             return False  # unknown: look again next poll
+
+    def _keep_progress(self, run: Run, tracker: progress.Tracker, now: float) -> Run:
+        seen = tracker.progress(now).as_json()
+        if seen != run.progress:
+            run = runs.update(self.run_id, lambda r: setattr(r, "progress", seen))
+        return run
+
+    def _last_read(self, run: Run, attempt: Attempt) -> Run:
+        """The end of a finished attempt's log, read once: the steps it made since the last
+        poll (a run that ended at step 40 shows 40, not the 37 of the poll before)."""
+        if self._tracker is None or self._tracked != attempt.job_id:
+            return run  # this supervisor never followed it: the record's progress stands
+        if self._read_to_end == attempt.job_id:
+            return run
+        now = self.clock()
+        try:
+            info = self.jobs.info(attempt.job_id)
+            if info.driver_node_id and self.dashboard is not None:
+                tail = state.driver_log_tail(self.dashboard, info.job_id, info.driver_node_id, TAIL_LINES)
+            else:
+                tail = "\n".join(self.jobs.logs(attempt.job_id).splitlines()[-TAIL_LINES:])
+        except ClusterError:
+            return run  # the log is gone with its node: what was read stands
+        self._read_to_end = attempt.job_id
+        self._tracker.feed(self._new_text(tail) + "\n", now)
+        return self._keep_progress(run, self._tracker, now)
 
     def _new_text(self, tail: str) -> str:
         """What of the log's tail was not fed yet (tails overlap from poll to poll)."""

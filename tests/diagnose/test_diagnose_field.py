@@ -4,7 +4,7 @@ verl, vLLM, TRL and other trainers, written by people who never saw the rules
 its `heldout` half is only ever scored (never read to write a rule). The goal: on the
 held-out half at least 90% of the classes and 95% of the retriable answers right.
 
-Run `pytest -s tests/test_diagnose_field.py` to see the figures."""
+Run `pytest -s tests/diagnose/test_diagnose_field.py` to see the figures."""
 
 from __future__ import annotations
 

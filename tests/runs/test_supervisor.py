@@ -4,7 +4,7 @@ proven gone, keeps the W&B key where it was, and one attempt number is one job."
 from __future__ import annotations
 
 import pytest
-from fakes import FakeJobs, running_run
+from support.fakes import FakeJobs, running_run
 
 from rlhf_launch.cluster.jobs import JobStatus
 from rlhf_launch.errors import ClusterTimeout

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeCluster, running_run
+from support.fakes import FakeCluster, running_run
 
 from rlhf_launch.cluster.jobs import JobStatus
 from rlhf_launch.errors import AuthRejected, ClusterTimeout, ClusterUnreachable

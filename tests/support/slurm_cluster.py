@@ -7,22 +7,17 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
+
+from support.ports import free_port
 
 DAEMONS = ("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol", "srun")
 
 
 def missing() -> list[str]:
     return [name for name in DAEMONS if shutil.which(name) is None and not Path("/usr/sbin", name).exists()]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _which(name: str) -> str:
@@ -36,8 +31,8 @@ class SlurmCluster:
         self.names = [f"n{i + 1}" for i in range(nodes)]
         self.conf = workdir / "slurm.conf"
         self.procs: list[subprocess.Popen] = []
-        ctld_port = _free_port()
-        ports = [_free_port() for _ in self.names]
+        ctld_port = free_port()
+        ports = [free_port() for _ in self.names]
         for sub in ("ctld", *self.names):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
         node_lines = "\n".join(
@@ -132,7 +127,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         return self.job_state(job_id)
 
     def stop(self) -> None:
-        from ray_cluster import descendants
+        from support.ray_cluster import descendants
 
         pids: set[int] = set()
         for proc in self.procs:

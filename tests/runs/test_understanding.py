@@ -7,9 +7,9 @@ import json
 import time
 
 import pytest
+from support.jobs import attempts_seen, record, standin, submit, wait_run
 
 from conftest import run_cli
-from test_jobs import attempts_seen, record, standin, submit, wait_run
 
 pytestmark = pytest.mark.cluster
 

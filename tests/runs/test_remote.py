@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fakes import running_run
+from support.fakes import running_run
 
 from rlhf_launch.cluster.jobs import JobStatus
 from rlhf_launch.errors import ClusterTimeout

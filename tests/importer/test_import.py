@@ -28,7 +28,7 @@ from rlhf_launch.openrlhf.flagset import FlagSet, load, newest_version
 
 from conftest import ROOT, run_cli
 
-DATA = Path(__file__).parent / "data" / "scripts"
+DATA = Path(__file__).parents[1] / "data" / "scripts"
 SCRIPTS = sorted(DATA.glob("*.sh"))
 NEWEST = newest_version()
 M = "openrlhf.cli.train_ppo_ray"

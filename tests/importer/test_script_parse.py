@@ -20,7 +20,7 @@ import pytest
 
 from rlhf_launch.importer.bash import ScriptError, TrainerCall, parse_script
 
-DATA = Path(__file__).parent / "data" / "scripts"
+DATA = Path(__file__).parents[1] / "data" / "scripts"
 SCRIPTS = sorted(DATA.glob("*.sh"))
 M = "openrlhf.cli.train_ppo_ray"
 

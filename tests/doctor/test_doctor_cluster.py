@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from support.jobs import STANDIN, standin
 
 from conftest import run_cli
-from test_jobs import STANDIN, standin
 
 pytestmark = pytest.mark.cluster
 
@@ -42,7 +42,7 @@ def _hf_cache(home: Path) -> Path:
 def mixed(tmp_path_factory):
     """4 nodes x 8 logical GPUs: the head and worker 0 as they should be; worker 1 with another
     release's openrlhf and vllm on its PYTHONPATH; worker 2 with an HF cache of its own, empty."""
-    from ray_cluster import LocalCluster
+    from support.ray_cluster import LocalCluster
 
     work = tmp_path_factory.mktemp("mixed")
     good_hf = _hf_cache(work / "hf-good")
@@ -206,7 +206,7 @@ def test_racing_submits_one_wins_the_checkpoint_directory(cluster, cli_env, tmp_
     aside = list((ckpt / ".rlhf-launch-aside").iterdir())
     assert len(aside) == 1 and sorted(p.name for p in (aside[0] / "_actor").iterdir()) == before
     new_run = json.loads(moved.stdout)["run_id"]
-    from test_jobs import wait_run
+    from support.jobs import wait_run
 
     wait_run(cli_env, new_run, {"SUCCEEDED"})
     resumed = run_cli("resume", new_run, env=cli_env, timeout=120)

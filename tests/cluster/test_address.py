@@ -94,7 +94,7 @@ def test_a_server_that_hangs_up_or_answers_garbage_is_no_crash(server):
 @pytest.mark.cluster
 def test_status_at_the_gcs_port_of_a_real_head_names_the_dashboard():
     """One head of our own (own ports and temp dir), torn down by its processes."""
-    from ray_cluster import LocalCluster
+    from support.ray_cluster import LocalCluster
 
     with tempfile.TemporaryDirectory(prefix="gcs-") as workdir:
         head = LocalCluster(Path(workdir), workers=0, gpus=1, cpus=1)

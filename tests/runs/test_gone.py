@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from fakes import FakeDashboard, running_run
+from support.fakes import FakeDashboard, running_run
 
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobStatus

@@ -1,6 +1,6 @@
 """`rlhf-launch slurm`: the generated sbatch script (bringup/slurm.py), read as text, checked
 by bash and shellcheck, and run by bash against stub Slurm commands and a stub launcher that
-record what the script asks of them (tests/test_slurm_cluster.py runs it on a real Slurm)."""
+record what the script asks of them (tests/bringup/test_slurm_cluster.py runs it on a real Slurm)."""
 
 from __future__ import annotations
 
@@ -283,7 +283,7 @@ def test_cli_config_errors_exit_2(tmp_path):
 
 
 def test_status_wait_nodes_is_bounded_and_says_why():
-    from ray_cluster import free_port
+    from support.ray_cluster import free_port
 
     started = time.monotonic()
     done = run_cli("status", "--address", f"http://127.0.0.1:{free_port()}", "--wait-nodes", "2", "--timeout", "2", timeout=60)

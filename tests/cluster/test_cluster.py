@@ -6,9 +6,9 @@ import json
 import time
 
 import pytest
+from support.ray_cluster import free_port
 
 from conftest import PUBLISHED_40, run_cli
-from ray_cluster import free_port
 
 pytestmark = pytest.mark.cluster
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.jobs import attempts_seen, record, standin, submit, wait_run
+from support.ray_cluster import processes_of_run, trainers_of_run
 
 from conftest import run_cli
-from ray_cluster import processes_of_run, trainers_of_run
-from test_jobs import attempts_seen, record, standin, submit, wait_run
 
 pytestmark = pytest.mark.cluster
 

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,13 +14,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from support.ports import free_port
+
 OBJECT_STORE = 80 * 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _children() -> dict[int, list[int]]:

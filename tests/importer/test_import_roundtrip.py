@@ -12,7 +12,7 @@ The default run reads each distinct script once, with the parser of the first ta
 `-m slow` also reads every other (tag, release) copy the manifest lists. Held-out scripts
 (`heldout: true`) are scored like the rest; import rules are not written against them.
 
-`python tests/test_import_roundtrip.py [--all]` prints the summary table (scripts, passed, failed
+`python tests/importer/test_import_roundtrip.py [--all]` prints the summary table (scripts, passed, failed
 by reason, per half) and every failure.
 """
 
@@ -41,7 +41,7 @@ from fidelity.harness import Verdict, real_startup_many
 
 pytestmark = pytest.mark.fidelity
 
-FIELD = Path(__file__).parent / "data" / "scripts" / "field"
+FIELD = Path(__file__).parents[1] / "data" / "scripts" / "field"
 MANIFEST = FIELD / "MANIFEST.yaml"
 FAKE_KEY = "0123456789abcdef0123456789abcdef01234567"  # stands for the user's WANDB_API_KEY; never a real one
 

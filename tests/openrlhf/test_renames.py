@@ -17,7 +17,7 @@ from rlhf_launch.openrlhf.flagset import load, newest_version, supported_version
 
 from conftest import CONFIGS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "src" / "rlhf_launch" / "openrlhf" / "renames.json"
 NEWEST = newest_version()
 # Old flags that one release step deliberately merges into one new flag: none so far.

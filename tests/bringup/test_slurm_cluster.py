@@ -16,10 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.jobs import attempts_seen, standin
+from support.ports import free_port
+from support.ray_cluster import env_for_cluster
 
 from conftest import run_cli
-from ray_cluster import env_for_cluster
-from test_jobs import attempts_seen, standin
 
 pytestmark = pytest.mark.slurm
 
@@ -27,7 +28,7 @@ NODES = 3
 
 
 def _slurm_missing() -> list[str]:
-    from slurm_cluster import missing
+    from support.slurm_cluster import missing
 
     return missing()
 
@@ -49,16 +50,10 @@ def _port_base(span: int = 10 * NODES + 10) -> int:
     raise RuntimeError("no free port range")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     assert not _slurm_missing(), f"CI is set but slurm-wlm is missing: {_slurm_missing()}"
-    from slurm_cluster import SlurmCluster
+    from support.slurm_cluster import SlurmCluster
 
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=NODES, kill_wait=30)
     try:
@@ -76,7 +71,7 @@ class Allocation:
         self.workdir = workdir
         self.ckpt = workdir / "ckpt"
         self.shared = self.ckpt / ".rlhf-launch-slurm"
-        self.dashboard_port = _free_port()
+        self.dashboard_port = free_port()
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))  # short: Ray's unix sockets
         self.script = workdir / "run.sbatch"
         overrides = [*standin(self.ckpt, steps=steps, step_seconds=step_seconds), f"cluster.nodes={NODES}", "cluster.gpus_per_node=8"]
@@ -88,7 +83,7 @@ class Allocation:
             str(self.script),
             "--no-gpu-request",  # the test nodes have no GPUs for Slurm; Ray gets 8 logical GPUs each
             "--port",
-            str(_free_port()),
+            str(free_port()),
             "--dashboard-port",
             str(self.dashboard_port),
             "--loopback-ports",

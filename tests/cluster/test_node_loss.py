@@ -8,16 +8,16 @@ import signal
 import time
 
 import pytest
+from support.jobs import attempts_seen, record, standin, submit, wait_run
 
 from conftest import run_cli
-from test_jobs import attempts_seen, record, standin, submit, wait_run
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
 def small_cluster(tmp_path_factory):
-    from ray_cluster import LocalCluster
+    from support.ray_cluster import LocalCluster
 
     local = LocalCluster(tmp_path_factory.mktemp("small"), workers=1)
     try:
@@ -78,7 +78,7 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
 
 def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):
     """The run record, not Ray's job table, is the source of truth."""
-    from ray_cluster import LocalCluster
+    from support.ray_cluster import LocalCluster
 
     env = env_for(small_cluster, tmp_path / "state")
     ckpt = tmp_path / "ckpt"
