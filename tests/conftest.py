@@ -27,18 +27,52 @@ deepspeed: {zero_stage: 3, adam_offload: true, gradient_checkpointing: true}
 """
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None):
-    """Run the installed CLI in a fresh interpreter, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "rlhf_launch", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=cwd,
-    )
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, real: bool = False):
+    """Run the CLI as a user would, in this process (`rlhf_launch.cli.app.main`, its output
+    captured, `env` set and WANDB_API_KEY unset while it runs): a fresh interpreter costs a
+    second per call. `real=True` (or RLHF_TEST_SUBPROCESS=1 for every call) runs it in a
+    fresh interpreter instead, where the process is the point: imports, signals, exit paths."""
+    if real or os.environ.get("RLHF_TEST_SUBPROCESS"):
+        full_env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
+        full_env.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-m", "rlhf_launch", *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=cwd,
+        )
+    return _in_process(list(args), env or {}, cwd)
+
+
+def _in_process(args: list[str], env: dict[str, str], cwd: Path | None) -> subprocess.CompletedProcess[str]:
+    import contextlib
+    import io
+
+    from rlhf_launch.cli.app import main
+
+    saved = {k: os.environ.get(k) for k in [*env, "WANDB_API_KEY"]}
+    os.environ.pop("WANDB_API_KEY", None)
+    os.environ.update(env)
+    here = os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # a verb that exits on its own
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(here)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["rlhf-launch", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -91,3 +125,12 @@ def jobs():
     from support.fakes import FakeJobs
 
     return FakeJobs()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n N --dist loadgroup`, pyproject's default), every test on the
+    shared 4-node cluster runs in one worker, which starts that cluster once; the rest spread
+    over the other workers (their clusters are their own: module fixtures, own ports)."""
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("shared-cluster"))

@@ -25,7 +25,7 @@ USAGE_ERRORS = [
 
 @pytest.mark.parametrize("args", USAGE_ERRORS, ids=" ".join)
 def test_usage_errors_exit_2_with_a_usage_message(args):
-    done = run_cli(*args)
+    done = run_cli(*args, real=True)
     assert done.returncode == 2, done.stderr
     assert "Usage:" in done.stderr and "Traceback" not in done.stderr + done.stdout
 

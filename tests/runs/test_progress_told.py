@@ -137,3 +137,22 @@ def test_the_supervisors_log_tells_each_diagnosis_once():
     shown = "".join(report.supervisor_lines([line, line, line]))
     assert shown.count("diagnosis: node_lost") == 1
     assert shown.count("[WAITING] attempt 1 FAILED") == 3
+
+
+def test_each_attempts_diagnosis_reaches_this_machine_so_history_names_the_failure(home, jobs: FakeJobs):
+    from rlhf_launch.runs import remote
+
+    run = with_history(running_run(jobs), step=3)
+    said = {"diagnosis": run.attempts[0].diagnosis, "diagnoses": {"1": run.attempts[0].diagnosis}, "progress": {"step": 30}}
+    run.attempts[0].diagnosis = None  # what this machine knew: the run's diagnosis, not the attempt's
+    remote._fold(run, said)
+    assert history.history_text(run) == "resumed after nccl_timeout at step 3"
+    assert run.progress == {"step": 30}
+
+
+def test_a_waiting_state_shows_no_eta():
+    import json
+
+    state = {"status": "WAITING", "attempt": 1, "attempt_status": "FAILED", "progress": {"step": 3, "total_steps": 30, "eta_seconds": 26}}
+    shown = "".join(report.supervisor_lines([supervisor.STATE + " " + json.dumps(state) + "\n"]))
+    assert "step 3/30" in shown and "ETA" not in shown

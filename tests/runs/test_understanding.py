@@ -93,8 +93,15 @@ def test_progress_step_rate_eta_reward_and_kl(cluster, cli_env, ckpt):
     assert row["reward"] == pytest.approx(0.1 * row["step"], abs=0.11)
     assert row["kl"] == pytest.approx(0.001 * row["step"], abs=0.0011)
     text = run_cli("runs", env=cli_env, timeout=60).stdout
-    assert "/12" in text and "ETA" in text
+    assert "/12" in text and "ETA" in text and "steps/h" in text and "e+" not in text
     wait_run(cli_env, run_id, ("SUCCEEDED",))
+    deadline = time.monotonic() + 30  # the supervisor reads the end of the log once the job ended
+    while time.monotonic() < deadline and (record(cli_env, run_id).get("progress") or {}).get("step") != 12:
+        time.sleep(0.5)
+    assert record(cli_env, run_id)["progress"]["step"] == 12  # the last step, not the last poll's
+    final = run_cli("watch", run_id, env=cli_env, timeout=60)
+    last = final.stdout.strip().splitlines()[-1]
+    assert final.returncode == 0 and "SUCCEEDED (attempt 1; step 12/12" in last and "ETA" not in last, final.stdout
 
 
 def test_every_attempt_logs_into_one_wandb_run(cluster, cli_env, ckpt):

@@ -443,7 +443,10 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     state = json.loads(line[len(STATE) + 1 :])
                 except ValueError:
                     continue
-                progress = progress_text({**(state.get("progress") or {})})
+                shown = {**(state.get("progress") or {})}
+                if str(state.get("status")) != "RUNNING":
+                    shown["eta_seconds"] = None  # no time left to count while nothing trains
+                progress = progress_text(shown)
                 yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
                 found = state.get("diagnosis")
                 key = json.dumps(found, sort_keys=True, default=str)

@@ -26,7 +26,9 @@ def command(
     if in_job:  # on the cluster: the dashboard is where Ray says; sweep with tasks, not jobs
         import ray
 
-        context = ray.init()
+        # Not Ray's forwarded worker and raylet lines: the supervisor's log is what `watch`
+        # shows, and a node's death would print its raylet dump there once per driver event.
+        context = ray.init(log_to_driver=False)
         address = address or f"http://{context.dashboard_url}"
         agents = sweep.NodeAgents()
         agents.warm()

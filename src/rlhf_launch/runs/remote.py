@@ -8,6 +8,8 @@ written to this machine's state dir; a local record is brought up to date from t
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
 from rlhf_launch.errors import ClusterError, UserError
@@ -78,8 +80,10 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     has not decided; a supervisor that no longer runs decides nothing more (its last WAITING
     is stale: the run is what its attempt says until its decision is read), and a final run
     stays final. When the cluster does not answer, nothing changes."""
-    if not run.supervisor_job or run.final:
+    if not run.supervisor_job:
         return run
+    if run.final:
+        return _final_words(run, jobs)
     entering = run.status
     current = run.current
     if run.status is RunStatus.WAITING and current is not None and current.status.is_failure():
@@ -97,8 +101,7 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     said = supervisor.latest_state(log)
     if not said:
         return run
-    run.diagnosis = said.get("diagnosis") or run.diagnosis
-    run.progress = said.get("progress") or run.progress
+    _fold(run, said)
     decided = said.get("status")
     same_attempt = current is not None and said.get("attempt") == current.number
     if decided == RunStatus.WAITING and info.status.is_terminal():
@@ -107,6 +110,32 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
         same_attempt or decided == RunStatus.GAVE_UP
     ):
         run.status = RunStatus(decided)
+    return run
+
+
+def _fold(run: Run, said: dict[str, Any]) -> None:
+    """The supervisor's latest state into the record: the run's diagnosis and progress, and
+    each attempt's diagnosis (what history is told from)."""
+    run.diagnosis = said.get("diagnosis") or run.diagnosis
+    run.progress = said.get("progress") or run.progress
+    diagnoses = said.get("diagnoses") or {}
+    for attempt in run.attempts:
+        found = diagnoses.get(str(attempt.number))
+        if found and attempt.diagnosis is None:
+            attempt.diagnosis = found
+
+
+def _final_words(run: Run, jobs: Jobs) -> Run:
+    """A run already final here: the supervisor's last state may still hold what this machine
+    has not seen (the last step, the attempts' diagnoses); the status stays as it is."""
+    try:
+        info = jobs.info(run.supervisor_job or "")
+        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
+    except ClusterError:
+        return run
+    said = supervisor.latest_state(log)
+    if said:
+        _fold(run, said)
     return run
 
 

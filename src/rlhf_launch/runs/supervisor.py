@@ -108,6 +108,7 @@ class Supervisor:
             "auto_resumes_used": run.auto_resumes_used,
             "auto_resume": run.auto_resume,
             "diagnosis": run.diagnosis,
+            "diagnoses": {str(a.number): a.diagnosis for a in run.attempts if a.diagnosis},  # each attempt's, for history
             "progress": run.progress,
             "message": message,
             **extra,

@@ -224,14 +224,46 @@ def crash_excerpt(cls):
     return next(e["excerpt"] for e in entries if e["class"] == cls)
 
 
+began = time.time()
+BLOCKS = " ▏▎▍▌▋▊▉█"  # tqdm's unicode bar
+
+
+def clock(seconds):
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes:02d}:{secs:02d}"
+
+
 def bar(step):
+    """tqdm's default meter, as `tqdm(range(N), desc="Episode [1/1]")` draws it with no
+    terminal (10 cells): `Episode [1/1]:  38%|███▊      | 3/8 [00:11<00:18,  3.71s/it]`.
+    It counts rollout batches before 0.9.1 and prompts after (the trainer's own bar)."""
     scale = rollout_batch if new_era else 1
-    done = int(100 * step / steps)
-    return f"Episode [1/1]: {done:3d}%|{'#' * (done // 10):<10}| {step * scale}/{steps * scale} [00:01<00:01, 1.00it/s]"
+    n, total = step * scale, steps * scale
+    frac = n / total if total else 0.0
+    eighths = int(frac * 10 * 8)
+    cells = (BLOCKS[-1] * (eighths // 8) + (BLOCKS[eighths % 8] if eighths % 8 else "")).ljust(10)
+    elapsed = time.time() - began
+    done_now = step - start
+    if done_now <= 0 or elapsed <= 0:
+        return f"Episode [1/1]: {100 * frac:3.0f}%|{cells}| {n}/{total} [{clock(elapsed)}<?, ?it/s]"
+    rate = done_now * scale / elapsed
+    speed = f"{rate:5.2f}it/s" if rate >= 1 else f"{1 / rate:5.2f}s/it"
+    return f"Episode [1/1]: {100 * frac:3.0f}%|{cells}| {n}/{total} [{clock(elapsed)}<{clock((total - n) / rate)}, {speed}]"
+
+
+def draw(step):
+    """tqdm redraws on stderr with a carriage return and no newline."""
+    sys.stderr.write("\r" + bar(step))
+    sys.stderr.flush()
+
+
+def log(message):
+    """OpenRLHF's logger (utils/logging_utils.py): stdout, `LEVEL mm-dd HH:MM:SS file:line] msg`."""
+    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} ppo_trainer.py:551] {message}", flush=True)
 
 
 crash_file = os.path.join(ckpt, ".standin_crashes")
-print(bar(start), flush=True)
+draw(start)
 for step in range(start + 1, steps + 1):
     time.sleep(step_seconds)
     if holders_lost() or lost_nodes():
@@ -245,14 +277,13 @@ for step in range(start + 1, steps + 1):
         print(f"injected crash at step {step}", flush=True)
         print(crash_excerpt(crash_class), flush=True)
         sys.exit(1)
-    print(f"step {step}/{steps}", flush=True)
-    print(bar(step), flush=True)
-    print(
-        f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}}}", flush=True
-    )
+    log(f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}}}")
+    draw(step)  # the trainer updates its bar after the step's log line
     hang_here(f"after_step:{step}")
     if save_steps > 0 and step % save_steps == 0:
         save(step)
         with open(os.path.join(ckpt, ".standin_saves.jsonl"), "a") as saves:  # who wrote which step, when
             saves.write(json.dumps({"step": step, "job": os.environ.get("RLHF_LAUNCH_JOB", ""), "time": time.time()}) + "\n")
+sys.stderr.write("\n")  # the bar closes
+sys.stderr.flush()
 print(f"training finished at step {steps}", flush=True)
