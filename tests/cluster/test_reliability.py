@@ -39,16 +39,15 @@ def _popen_submit(env: dict[str, str], *args: str) -> subprocess.Popen:
     )
 
 
-def test_stop_at_random_moments_after_submit_leaves_nothing_running(cluster, cli_env, tmp_path):
-    """20 stops between 0 and 3 s after submit (Ray does not cancel a job whose runtime env is
-    still being set up): every time, no process of the run is left and its GPUs are free."""
-    rng = random.Random(7)
-    for i in range(20):
+def _stop_after(moments: list[float], cluster, cli_env, tmp_path) -> None:
+    """A stop `moment` seconds after each submit (Ray does not cancel a job whose runtime env
+    is still being set up): every time, no process of the run is left and its GPUs are free."""
+    for i, moment in enumerate(moments):
         cluster.wait_free(32)
         ckpt = tmp_path / f"ckpt{i}"
         out = submit(cli_env, *standin(ckpt, steps=200, step_seconds=0.2))
         run_id = out["run_id"]
-        time.sleep(rng.uniform(0, 3))
+        time.sleep(moment)
         started = time.monotonic()
         done = run_cli("stop", run_id, "--json", "--timeout", "60", env=cli_env, timeout=120)
         elapsed = time.monotonic() - started
@@ -56,12 +55,25 @@ def test_stop_at_random_moments_after_submit_leaves_nothing_running(cluster, cli
         stopped = json.loads(done.stdout)
         assert stopped["gone"] is True and stopped["left"] == [] and stopped["bound"] == 60
         assert elapsed < 60 + 10
-        assert processes_of_run(run_id) == [], f"stop {i} left processes"
+        assert processes_of_run(run_id) == [], f"stop {i} ({moment:.2f} s after submit) left processes"
         time.sleep(3)  # an entrypoint that Ray would still start would show up by now
         assert processes_of_run(run_id) == [], f"stop {i}: a trainer started after stop returned"
         held = [pg for pg in cluster.placement_groups() if pg["state"] != "REMOVED"]
         assert held == [], held
         assert record(cli_env, run_id)["status"] == "STOPPED"
+
+
+def test_stop_at_spread_moments_after_submit_leaves_nothing_running(cluster, cli_env, tmp_path):
+    """Five stops spread over the first 3 s (runtime env set-up, entrypoint start, trainer
+    start-up, first steps): the moments where a stop raced a start in the past."""
+    _stop_after([0.0, 0.4, 1.0, 1.8, 3.0], cluster, cli_env, tmp_path)
+
+
+@pytest.mark.slow
+def test_stop_at_random_moments_after_submit_leaves_nothing_running(cluster, cli_env, tmp_path):
+    """20 stops at random moments between 0 and 3 s after submit (about 4.5 minutes)."""
+    rng = random.Random(7)
+    _stop_after([rng.uniform(0, 3) for _ in range(20)], cluster, cli_env, tmp_path)
 
 
 def test_a_paused_dashboard_does_not_make_a_second_trainer(cluster, cli_env, ckpt):
@@ -98,7 +110,9 @@ def test_supervision_outlives_every_local_process_and_any_machine_sees_the_run(c
     out, err = submitting.communicate(timeout=240)
     assert submitting.returncode == 0, out + err
     run_id = json.loads(out)["run_id"]
-    # every local rlhf-launch process is gone (the submit above has exited; kill any other)
+    # every local rlhf-launch process of this cluster is gone (the submit above has exited;
+    # kill any other with this cluster's state dir: other workers' launchers are left alone)
+    ours = f"RLHF_LAUNCH_HOME={cli_env['RLHF_LAUNCH_HOME']}".encode()
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -106,7 +120,7 @@ def test_supervision_outlives_every_local_process_and_any_machine_sees_the_run(c
         except OSError:
             continue
         local = b"RLHF_LAUNCH_RUN=" not in environ  # cluster-side processes carry the marker
-        if local and "rlhf_launch" in cmd and ("submit" in cmd or "watch" in cmd or "supervise" in cmd):
+        if local and ours in environ.split(b"\0") and "rlhf_launch" in cmd and ("submit" in cmd or "watch" in cmd or "supervise" in cmd):
             os.kill(int(proc.name), signal.SIGKILL)
     second = {**cli_env, "RLHF_LAUNCH_HOME": str(tmp_path / "second-machine")}
     deadline = time.monotonic() + 240
