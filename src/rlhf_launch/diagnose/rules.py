@@ -130,6 +130,16 @@ RULES: tuple[Rule, ...] = (
         phase="model_load",
     ),
     Rule(
+        name="vllm_tp_heads",
+        cls=C.VLLM,
+        # vLLM's check of tensor parallelism against the model's shape (before the general size check)
+        pattern=r"(?i)(?:attention|query|key[- ]value|kv) heads \(\d+\) must be divisible by tensor parallel size",
+        anchors=("heads",),
+        retriable=False,
+        hint="`placement.vllm.tensor_parallel_size` must divide the model's attention heads and KV heads",
+        phase="model_load",
+    ),
+    Rule(
         name="size_divisible",
         cls=C.CONFIG,
         # a trainer's or engine's start-up check on batch / parallel sizes (verl, TRL, vLLM word it so)
@@ -250,6 +260,17 @@ RULES: tuple[Rule, ...] = (
         retriable=False,
         hint="an import failed on the cluster: the image's packages do not match OpenRLHF's pins (`rlhf-launch versions`)",
         phase_by="import_phase",
+    ),
+    Rule(
+        name="extension_build",
+        cls=C.IMPORT,
+        # a native op (DeepSpeed's FusedAdam, CPUAdam, flash-attn) that could not be built or loaded
+        pattern=r"Error building extension '[\w.]+'|op_builder[/\\]builder\.py\S*, line \d+, in jit_load",
+        anchors=("building extension", "jit_load"),
+        retriable=False,
+        hint="a native extension could not be built or loaded on the cluster: the image's CUDA toolkit, compiler "
+        "or torch does not match what the package was built for (`rlhf-launch versions`)",
+        phase="startup",
     ),
     Rule(
         name="module_attribute",
@@ -438,8 +459,11 @@ RULES: tuple[Rule, ...] = (
         name="vllm_cache_blocks",
         cls=C.VLLM,
         pattern=r"No available memory for the cache blocks|(?i:insufficient (?:GPU )?(?:memory for (?:the )?)?KV cache)"
-        r"|(?i:not enough (?:GPU )?memory for (?:the )?KV cache)|KV cache (?:memory )?is (?:too small|insufficient|not enough)",
-        anchors=("memory", "KV cache", "kv cache", "KV Cache"),
+        r"|(?i:not enough (?:GPU )?memory for (?:the )?KV cache)|KV cache (?:memory )?is (?:too small|insufficient|not enough)"
+        # vLLM's own profile of the cache it could make: none (older and newer wordings), or the
+        # cache set-up itself failing on a worker
+        r"|# (?:GPU|cuda) blocks: 0\b|reserved for KV [Cc]ache is -\d|Error executing method '?initialize_cache\b",
+        anchors=("memory", "KV cache", "kv cache", "KV Cache", "blocks: 0", "initialize_cache"),
         retriable=False,
         hint="vLLM has no room for its KV cache after the weights: raise `placement.vllm.gpu_memory_utilization` or "
         "`placement.vllm.tensor_parallel_size`",
@@ -701,8 +725,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="worker_sigkill",
         cls=C.HOST_OOM,
-        pattern=r"Worker exit type: SYSTEM_ERROR|killed by SIGKILL|died with <Signals\.SIGKILL|exit code 137\b|exitcode: -9\b",
-        anchors=("ERROR", "SIG", "code 137", "exitcode: -9"),
+        pattern=r"Worker exit type: SYSTEM_ERROR|killed by SIGKILL|died with <Signals\.SIGKILL|exit code 137\b|exitcode: -9\b"
+        r"|(?i:exits? with return ?code ?=? ?-9)\b",
+        anchors=("ERROR", "SIG", "code 137", "exitcode: -9", "code = -9", "code -9", "code=-9"),
         retriable_by="host_oom_retriable",
         hint_by="worker_sigkill_hint",
         deep=True,
