@@ -95,7 +95,7 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
         return run
     _waiting_on(run, supervisor_live=not info.status.is_terminal())  # its decision: the line below, if any
     try:
-        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
+        log = _log_tail(jobs, info)
     except ClusterError:
         return run  # its decision unread: the next look reads it
     said = supervisor.latest_state(log)
@@ -111,6 +111,11 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     ):
         run.status = RunStatus(decided)
     return run
+
+
+def _log_tail(jobs: Jobs, info: JobInfo) -> str:
+    """The last lines of the supervisor job's log (its state lines), "" before it has a driver."""
+    return state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
 
 
 def _fold(run: Run, said: dict[str, Any]) -> None:
@@ -130,7 +135,7 @@ def _final_words(run: Run, jobs: Jobs) -> Run:
     has not seen (the last step, the attempts' diagnoses); the status stays as it is."""
     try:
         info = jobs.info(run.supervisor_job or "")
-        log = state.driver_log_tail(jobs.dashboard, info.job_id, info.driver_node_id, 200) if info.driver_node_id else ""
+        log = _log_tail(jobs, info)
     except ClusterError:
         return run
     said = supervisor.latest_state(log)
