@@ -156,3 +156,21 @@ def test_a_waiting_state_shows_no_eta():
     state = {"status": "WAITING", "attempt": 1, "attempt_status": "FAILED", "progress": {"step": 3, "total_steps": 30, "eta_seconds": 26}}
     shown = "".join(report.supervisor_lines([supervisor.STATE + " " + json.dumps(state) + "\n"]))
     assert "step 3/30" in shown and "ETA" not in shown
+
+
+def test_a_resumed_attempt_keeps_the_total_an_earlier_attempts_bar_told(home, jobs: FakeJobs):
+    run = replace(running_run(jobs), total_steps=98, openrlhf_version="0.8.11")  # the plan's bound: 98
+    read = report.progress_reader(run)
+    read(f"--- {run.run_id} attempt 1 ({run.run_id}-1)\n")
+    assert read(BAR.format(n=3, total=8) + "\n" + step_line(3)) == "step 3/8, reward 0.3, kl 0.002"
+    read(f"--- {run.run_id} attempt 2 ({run.run_id}-2)\n")
+    shown = read("resumed from global_step2\n" + step_line(3))  # no bar drawn yet in this attempt
+    assert shown is not None and shown.startswith("step 3/8")
+
+
+def test_resume_follow_starts_from_the_total_the_run_last_told(home, jobs: FakeJobs):
+    run = replace(running_run(jobs), total_steps=98, progress={"step": 15, "total_steps": 30})
+    read = report.progress_reader(run)  # a fresh `resume --follow`: no bar of this attempt yet
+    read(f"--- {run.run_id} attempt 2 ({run.run_id}-2)\n")
+    shown = read("resumed from global_step18\n" + step_line(19))
+    assert shown is not None and shown.startswith("step 19/30"), shown

@@ -288,20 +288,18 @@ def progress_reader(run: Run) -> Callable[[str], str | None]:
     after a `--- RUN attempt N` line); returns its progress line once a step is known."""
     import time
 
-    from rlhf_launch.runs.progress import Tracker
+    from rlhf_launch.runs.progress import Tracker, known_total
 
-    def fresh() -> Tracker:
-        return Tracker(
-            total_steps=run.total_steps, release=run.openrlhf_version, started=time.time(), rollout_batch_size=run.rollout_batch_size
-        )
+    def fresh(total: int | None) -> Tracker:
+        return Tracker(total_steps=total, release=run.openrlhf_version, started=time.time(), rollout_batch_size=run.rollout_batch_size)
 
-    tracker = fresh()
+    tracker = fresh(known_total(run.progress, run.total_steps))
     marker = f"--- {run.run_id} attempt "
 
     def read(chunk: str) -> str | None:
         nonlocal tracker
         if chunk.startswith(marker):  # a new attempt: its own rate and steps (it resumes from a checkpoint)
-            tracker = fresh()
+            tracker = fresh(tracker.total)  # the M an earlier attempt's bar told: the dataset is the same
         tracker.feed(chunk, time.time())
         seen = tracker.progress(time.time()).as_json()
         return progress_text(seen) if seen.get("step") is not None else None

@@ -49,6 +49,7 @@ __all__ = [
     "StepCount",
     "Tracker",
     "default_deadlines",
+    "known_total",
     "parse_deadlines",
     "parse_metrics",
     "release_key",
@@ -179,6 +180,13 @@ class StepCount(NamedTuple):
     global_steps: int  # PPO iterations: what `Global step N` counts and `runs` shows as M
     optimizer_steps: int  # OpenRLHF's own `max_steps` (LR-scheduler length)
     per_episode: int  # global steps per episode
+
+
+def known_total(progress: Mapping[str, Any] | None, planned: int | None) -> int | None:
+    """M for a new attempt before its bar is drawn: what an earlier attempt's bar told (the
+    run's recorded progress; the dataset is the same), else the plan's count."""
+    told = (progress or {}).get("total_steps")
+    return told if isinstance(told, int) and told > 0 else planned
 
 
 def total_steps(

@@ -185,7 +185,10 @@ class Supervisor:
         now = self.clock()
         if self._tracker is None or self._tracked != attempt.job_id:  # this machine's clock from here on
             self._tracker = progress.Tracker(
-                total_steps=run.total_steps, release=run.openrlhf_version, started=now, rollout_batch_size=run.rollout_batch_size
+                total_steps=progress.known_total(run.progress, run.total_steps),
+                release=run.openrlhf_version,
+                started=now,
+                rollout_batch_size=run.rollout_batch_size,
             )
             self._tracked, self._tail = attempt.job_id, []
         tracker = self._tracker
