@@ -130,7 +130,15 @@ def jobs():
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n N --dist loadgroup`, pyproject's default), every test on the
     shared 4-node cluster runs in one worker, which starts that cluster once; the rest spread
-    over the other workers (their clusters are their own: module fixtures, own ports)."""
+    over the other workers. A module's own fixture of module scope (its own cluster, say)
+    keeps that module's tests in one worker too, so it is set up once, not once per worker."""
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("shared-cluster"))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        module = item.nodeid.split("::", 1)[0]
+        for defs in info.name2fixturedefs.values() if info else ():
+            if any(d.scope == "module" and d.baseid == module for d in defs):
+                item.add_marker(pytest.mark.xdist_group(module))
+                break

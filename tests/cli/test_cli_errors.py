@@ -49,9 +49,11 @@ def test_a_bug_exits_3_with_a_log_of_the_traceback(tmp_path):
     assert log.is_relative_to(tmp_path) and "Traceback" in log.read_text() and "in broken" in log.read_text()
 
 
+@pytest.mark.slow
 def test_a_fresh_install_with_the_newest_dependencies(tmp_path):
     """pip resolves the ranges to today's newest typer, click, ray, pydantic: usage errors,
-    user errors and plan still behave."""
+    user errors and plan still behave. Slow (40 s of pip): `.ci/run` is this check, a fresh
+    venv with the newest releases running the whole suite; run it for an older dev venv."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade"]

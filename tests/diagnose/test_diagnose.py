@@ -125,6 +125,34 @@ def test_an_oom_killed_worker_is_host_oom_not_the_nccl_that_follows():
     assert (found.cls, found.retriable, found.phase, found.step) == (FailureClass.HOST_OOM, True, "train", 20)
 
 
+def test_a_worker_that_died_after_a_watchdog_timeout_is_the_timeouts_casualty():
+    found = classify(lines(STEP.format(n=20), TRAIN_BAR, WATCHDOG, SYSTEM_ERROR))
+    assert (found.cls, found.retriable, found.step) == (FailureClass.NCCL, True, 20)
+
+
+def test_a_store_that_timed_out_in_the_launcher_before_any_step_is_not_retried():
+    log = lines(
+        "[W228 18:45:15.741177013 socket.cpp:487] [c10d] waitForInput: socket SocketImpl(fd=11, addr=[host-1]:38674, "
+        "remote=[::ffff:10.0.0.2]:23456) timed out after 900000ms",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/run.py", line 919, in main',
+    )
+    found = classify(log)
+    assert (found.cls, found.retriable) == (FailureClass.NCCL, False)
+    # the same words after steps: the ranks had met, a retry may pass
+    assert classify(lines(STEP.format(n=3), log)).retriable is True
+
+
+def test_a_parameter_name_the_engine_lacks_is_a_weight_sync_config_fault():
+    log = lines(
+        '  File "/work/verl/workers/sharding_manager/fsdp_vllm.py", line 84, in __enter__',
+        "    load_dtensor_weights(",
+        "KeyError: 'model.embed_tokens.weight'",
+    )
+    found = classify(log)
+    assert (found.cls, found.retriable, found.rule) == (FailureClass.WEIGHT_SYNC, False, "sync_param_name")
+
+
 def test_host_oom_before_the_first_step_is_sizing():
     loading = "(PolicyModelActor pid=5120) Loading checkpoint shards:  40%|####      | 12/30 [00:33<00:50]"
     found = classify(lines(loading, SYSTEM_ERROR))

@@ -15,12 +15,10 @@ caught as the exceptions of the click that Typer itself runs on, whichever that 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -159,6 +157,8 @@ class _Verbs(TyperGroup):
         try:
             return super().resolve_command(ctx, args)
         except _click.UsageError as exc:  # suggest among every verb, not only the loaded ones
+            import difflib  # only for a mistyped verb (plan stays fast)
+
             matches = difflib.get_close_matches(args[0], list(_BY_NAME)) if args else []
             if matches and "Did you mean" not in exc.message:
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
@@ -191,6 +191,8 @@ def _main(
 
 def crash_log(exc: BaseException) -> Path:
     """Write the traceback of a bug where the user can find it; return the file."""
+    import traceback  # only for a bug
+
     from rlhf_launch.runs.record import state_dir
 
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

@@ -7,7 +7,6 @@ line numbers), applies `key=value` overrides, and validates; every mistake becom
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -541,6 +540,8 @@ def _describe(error: Mapping[str, Any], lines: dict[KeyPath, int], source: str, 
     if error["type"] == "extra_forbidden":
         parent = _model_at(loc[:-1])
         known = sorted(parent.model_fields) if parent else []
+        import difflib  # only for an unknown key (plan stays fast)
+
         guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
         hint = f"did you mean {'.'.join(map(str, (*loc[:-1], guess[0])))}?" if guess else f"known keys: {', '.join(known)}"
         return f"{where}unknown key {path} ({hint})"

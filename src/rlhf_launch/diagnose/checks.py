@@ -100,7 +100,7 @@ def sizes_named(ctx: Ctx) -> bool:
     """An error (not a warning) about batch, sample, device or parallel sizes."""
     return bool(re.search(r"Error\b|Exception\b|ERROR|assert", ctx.text)) and bool(
         re.search(
-            r"(?i)batch|generations|samples|rollout|world[_ ]size|gpus?\b|nodes?\b|devices|parallel|\btp\b|\bdp\b|heads|ranks?\b",
+            r"(?i)batch|generations|samples|rollout|chunks?\b|world[_ ]size|gpus?\b|nodes?\b|devices|parallel|\btp\b|\bdp\b|heads|ranks?\b",
             ctx.text,
         )
     )
@@ -409,6 +409,33 @@ def nccl_retriable(ctx: Ctx) -> bool:
     return bool(TRANSIENT_NCCL.search(ctx.near()))
 
 
+COLLECTIVE_FAILURE = re.compile(
+    r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|NCCL error"
+    r"|nccl(?:Remote|Internal|System|UnhandledCuda)Error|DistBackendError"
+)
+
+
+@predicate
+def no_collective_failure_before(ctx: Ctx) -> bool:
+    """No collective failed earlier in the failure region (since the last step): a worker
+    that died after a watchdog timeout is the timeout's casualty, not its cause."""
+    start = max(ctx.boundary, ctx.line.offset - (1 << 20))
+    return not COLLECTIVE_FAILURE.search(ctx.source.text(start, ctx.line.offset))
+
+
+@predicate
+def rendezvous_retriable(ctx: Ctx) -> bool:
+    """A store or rendezvous that timed out before the first step, in start-up or in the
+    launcher's or init_process_group's frames: the ranks never met, a wrong address or a blocked port, which a resubmit meets again.
+    Mid-run (a rank gone, the store's host lost): as any NCCL failure."""
+    if ctx.step is None and (ctx.phase in STARTUP or RENDEZVOUS_FRAMES.search(_stack_after(ctx))):
+        return False
+    return nccl_retriable(ctx)
+
+
+RENDEZVOUS_FRAMES = re.compile(r"torch/distributed/run\.py|elastic/(?:agent|rendezvous)/|\binit_process_group\b|\brendezvous\(")
+
+
 NCCL_STACK = re.compile(r"\bnccl\w*|libnccl|addProxyOp|ProcessGroupNCCL")
 VLLM_STACK = re.compile(r"/vllm/|\bvllm\.|flashinfer|\bEngineCore|capture_model|RayWorkerWrapper|VllmWorker")
 
@@ -440,6 +467,7 @@ SYNC_CONTEXT = re.compile(
     r"|weight[_ ]sync|sync_weight|collective_rpc|Worker failed with error '|StatelessProcessGroup"
     r"|\brefit\w*|update_weights_from_\w+|rebuild_cuda_tensor|receive_weights|load_weights_from_\w+"  # NeMo-RL, SGLang, IPC
     r"|sync_model_weights|update_named_param|sync_model_from"  # verl, TRL
+    r"|\w*sharding_manager\b|load_dtensor_weights"  # verl's FSDP -> vLLM hand-over
 )
 PYNCCL = re.compile(r"pynccl|raise RuntimeError\(f\"NCCL error: \{error_str\}\"\)")
 VLLM_TP = re.compile(r"VllmWorkerProcess|RayWorkerWrapper|multiproc_worker_utils|ncclAllReduce|all_reduce|EngineCore|execute_model")

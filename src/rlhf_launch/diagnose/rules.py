@@ -299,7 +299,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="version_mismatch",
         cls=C.IMPORT,
-        pattern=r"TypeError: [\w.]+\(\) got an unexpected keyword argument",
+        # a library calling another with an argument that release does not take
+        pattern=r"TypeError: (?:[\w.<>]+\(\) got an u|U)nexpected keyword argument",
         anchors=("rror",),
         retriable=False,
         hint="two libraries disagree (a version mismatch, e.g. vLLM newer than this OpenRLHF supports): pin the versions "
@@ -453,6 +454,18 @@ RULES: tuple[Rule, ...] = (
         retriable=False,
         hint="the trainer's and vLLM's weight dtypes differ (LoRA, fp32 weights): keep `deepspeed.bf16=true`",
         phase="weight_sync",
+    ),
+    Rule(
+        name="sync_param_name",
+        cls=C.WEIGHT_SYNC,
+        # the engine has no parameter of the trainer's name: a model or version pairing the update cannot map
+        pattern=r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'",
+        anchors=("KeyError",),
+        retriable=False,
+        hint="vLLM's model has no parameter of a name the trainer sends (see the evidence): the model class or the "
+        "vLLM / transformers versions do not match the trainer's; pin the versions `rlhf-launch versions` lists",
+        phase="weight_sync",
+        when="sync_context",
     ),
     # ------------------------------------------------------------ vllm (start-up)
     Rule(
@@ -725,11 +738,21 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="worker_sigkill",
         cls=C.HOST_OOM,
-        pattern=r"Worker exit type: SYSTEM_ERROR|killed by SIGKILL|died with <Signals\.SIGKILL|exit code 137\b|exitcode: -9\b"
+        pattern=r"(?<!process is )killed by SIGKILL|died with <Signals\.SIGKILL|exit code 137\b|exitcode: -9\b"
         r"|(?i:exits? with return ?code ?=? ?-9)\b",
-        anchors=("ERROR", "SIG", "code 137", "exitcode: -9", "code = -9", "code -9", "code=-9"),
+        anchors=("SIG", "code 137", "exitcode: -9", "code = -9", "code -9", "code=-9"),
         retriable_by="host_oom_retriable",
         hint_by="worker_sigkill_hint",
+        deep=True,
+    ),
+    Rule(
+        name="worker_system_error",  # Ray's generic worker death (the OOM killer its first guess), unless a collective failed first
+        cls=C.HOST_OOM,
+        pattern=r"Worker exit type: SYSTEM_ERROR",
+        anchors=("SYSTEM_ERROR",),
+        retriable_by="host_oom_retriable",
+        hint_by="worker_sigkill_hint",
+        when="no_collective_failure_before",
         deep=True,
     ),
     # ------------------------------------------------------------ nccl
@@ -773,7 +796,7 @@ RULES: tuple[Rule, ...] = (
         r"|\bDistStoreError\b|waiting for workers\. \d+/\d+ workers joined|\bRendezvous\w*(?:Connection|Timeout|Closed)Error\b"
         r"|\[c10d\].*timed out after \d+ ?ms|server socket has failed to listen|\bDistNetworkError\b",
         anchors=("timed out", "TCPStore", "rror", "waiting for workers", "failed to listen", "failed to connect"),
-        retriable_by="nccl_retriable",
+        retriable_by="rendezvous_retriable",
         hint_by="nccl_hint",
         phase_by="nccl_phase",
     ),
