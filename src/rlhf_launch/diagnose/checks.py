@@ -423,17 +423,18 @@ def no_collective_failure_before(ctx: Ctx) -> bool:
     return not COLLECTIVE_FAILURE.search(ctx.source.text(start, ctx.line.offset))
 
 
+RENDEZVOUS_FRAMES = re.compile(r"torch/distributed/run\.py|elastic/(?:agent|rendezvous)/|\binit_process_group\b|\brendezvous\(")
+
+
 @predicate
 def rendezvous_retriable(ctx: Ctx) -> bool:
     """A store or rendezvous that timed out before the first step, in start-up or in the
-    launcher's or init_process_group's frames: the ranks never met, a wrong address or a blocked port, which a resubmit meets again.
-    Mid-run (a rank gone, the store's host lost): as any NCCL failure."""
+    launcher's or init_process_group's frames: the ranks never met (a wrong address, a
+    blocked port), which a resubmit meets again. Mid-run (a rank gone, the store's host
+    lost): as any NCCL failure."""
     if ctx.step is None and (ctx.phase in STARTUP or RENDEZVOUS_FRAMES.search(_stack_after(ctx))):
         return False
     return nccl_retriable(ctx)
-
-
-RENDEZVOUS_FRAMES = re.compile(r"torch/distributed/run\.py|elastic/(?:agent|rendezvous)/|\binit_process_group\b|\brendezvous\(")
 
 
 NCCL_STACK = re.compile(r"\bnccl\w*|libnccl|addProxyOp|ProcessGroupNCCL")
