@@ -1,5 +1,6 @@
-"""The folders are the architecture: the core imports nothing from the edges, the packages
-import each other in one direction only, and every CLI verb is one registered module."""
+"""The folders are the architecture: every package has a rank, no package imports one above
+it (nor a sibling verb package), the pure packages touch no files, processes or environment
+beyond a named ledger of reads, and every CLI verb is one registered module."""
 
 from __future__ import annotations
 
@@ -11,6 +12,26 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "rlhf_launch"
+# Every package of rlhf_launch, lowest first. A package may import its own rank's shared
+# modules only where the rank says so, and any package of a lower rank; never one above.
+RANKS: dict[str, int] = {
+    "errors": 0,  # shared: everyone may use these; they import nothing of the launcher's
+    "util": 0,
+    "openrlhf": 1,  # release knowledge as data
+    "core": 2,  # config, plan, rules, memory, estimate, command
+    "diagnose": 3,  # one-verb packages over the core (pure)
+    "importer": 3,
+    "doctor": 3,
+    "bringup": 4,  # generated sbatch scripts and KubeRay manifests (uses doctor's thresholds)
+    "fit": 4,
+    "cluster": 5,  # edges: Ray, the dashboard, node agents
+    "runs": 6,
+    "cli": 7,
+    "__main__": 8,
+    "rlhf_launch": 8,  # the package's own __init__
+    "presets": 8,  # shipped data (a preset's reward function), imported by nobody
+}
+PURE = ("openrlhf", "core", "diagnose", "importer", "doctor", "bringup", "fit")
 CORE = ("core", "openrlhf", "diagnose", "importer")  # pure: config, plan, rules, memory, release knowledge, command; log diagnosis; import
 VERB_PACKAGES = ("diagnose", "importer")  # one-verb packages over the core: the core imports none of them
 EDGES = ("cluster", "runs", "cli")
@@ -105,6 +126,97 @@ def test_every_verb_is_one_registered_module_and_no_verb_imports_another():
     for stem in verb_files:
         imported = imports_of(PACKAGE / "cli" / f"{stem}.py")
         assert not {m for m in imported if m.startswith("rlhf_launch.cli.") and m.rsplit(".", 1)[1] in verb_files}, stem
+
+
+def test_every_package_has_a_rank_and_imports_none_above_it():
+    packages = {package_of(m) for m in modules()}
+    assert packages - RANKS.keys() == set(), "give the new package a rank in RANKS"
+    offenders = {}
+    for module, path in modules().items():
+        mine = package_of(module)
+        imported = imports_of(path) - {"rlhf_launch"}  # `from rlhf_launch import x` names the namespace too
+        above = sorted(m for m in imported if package_of(m) != mine and RANKS[package_of(m)] >= RANKS[mine])
+        if above:
+            offenders[module] = above
+    assert offenders == {}
+
+
+# The pure packages read only what a user names or the package ships, in these functions, and
+# nothing else touches files, processes or the environment there (the edges do: cli/, runs/,
+# cluster/). Each entry: (module, function) -> why.
+READS = {
+    ("rlhf_launch.core.config", "read_text"): "the config file the user names",
+    ("rlhf_launch.core.config", "_beside"): "a path in the config, relative to the config file",
+    ("rlhf_launch.core.launch", "prepare"): "the config's own path, made absolute for the record",
+    ("rlhf_launch.core.shapes", "lookup"): "a local model directory's config.json (the shape)",
+    ("rlhf_launch.core.shapes", "from_config_json"): "the same",
+    ("rlhf_launch.core.shipped", "_local"): "local paths the config names (shipped with the job)",
+    ("rlhf_launch.core.shipped", "plan"): "the same",
+    ("rlhf_launch.core.presets", "names"): "package data: the shipped presets",
+    ("rlhf_launch.core.presets", "path_of"): "package data",
+    ("rlhf_launch.core.presets", "summary"): "package data",
+    ("rlhf_launch.core.presets", "describe"): "package data",
+    ("rlhf_launch.core.presets", "config_path"): "a preset name or a path the user names",
+    ("rlhf_launch.core.presets", "companions"): "package data",
+    ("rlhf_launch.openrlhf.flagset", "load"): "package data: the flag sets",
+    ("rlhf_launch.openrlhf.flagset", "supported_versions"): "package data",
+    ("rlhf_launch.openrlhf.flagset", "for_version"): "an installed OpenRLHF's trainer source",
+    ("rlhf_launch.openrlhf.renames", "changes"): "package data: the renames",
+    ("rlhf_launch.importer.render", "check_target"): "the output path the user names (is it there)",
+    ("rlhf_launch.importer.to_config", "_extra_args"): "a path in the script, made absolute",
+    ("rlhf_launch.core.secrets", "wandb_key"): "the W&B key from the launcher's environment (a mapping may be passed)",
+}
+FORBIDDEN_MODULES = {"os", "shutil", "subprocess", "tempfile", "socket", "ray", "urllib", "requests", "glob"}
+ALLOWED_OS = {"path", "sep", "PathLike", "linesep", "fspath"}
+WRITES = {"write_text", "write_bytes", "mkdir", "unlink", "rename", "touch", "rmdir", "chmod", "symlink_to", "hardlink_to"}
+READ_CALLS = {"read_text", "read_bytes", "exists", "is_file", "is_dir", "glob", "rglob", "iterdir", "stat", "expanduser", "resolve"}
+
+
+def _touches(path: Path) -> list[tuple[str, str, int]]:
+    """(function, what, line) for every file, process or environment access in a module."""
+    tree = ast.parse(path.read_text())
+    owner: dict[int, str] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                owner.setdefault(id(node), fn.name)
+    found = []
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            what = "open()"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in FORBIDDEN_MODULES:
+            if not (node.value.id == "os" and node.attr in ALLOWED_OS):
+                what = f"{node.value.id}.{node.attr}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+            what = f".{node.func.attr}()"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in READ_CALLS:
+            what = f".{node.func.attr}() read"
+        if what:
+            found.append((owner.get(id(node), "<module>"), what, node.lineno))
+    return found
+
+
+def test_pure_packages_touch_no_files_processes_or_environment_beyond_the_ledger():
+    offenders = []
+    used = set()
+    for module, path in modules().items():
+        if package_of(module) not in PURE:
+            continue
+        for function, what, line in _touches(path):
+            if (what.endswith(" read") or what == "os.environ") and (module, function) in READS:
+                used.add((module, function))
+                continue
+            offenders.append(f"{module}:{line} {function}: {what}")
+    assert offenders == [], "move it to an edge (cli/, runs/, cluster/) or, for a read of user input or package data, name it in READS"
+    assert set(READS) - used == set(), "a READS entry no longer reads: remove it"
+
+
+def test_the_ledger_check_catches_what_it_bans(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os, shutil\ndef f(p):\n    shutil.copyfile(p, p)\n    p.write_text('x')\n    return os.environ, open(p)\n")
+    whats = {what for _, what, _ in _touches(sample)}
+    assert whats == {"shutil.copyfile", ".write_text()", "os.environ", "open()"}
 
 
 @pytest.mark.parametrize("name", ["ROLES", "kv_bytes_per_token", "takes_value", "terminal"])

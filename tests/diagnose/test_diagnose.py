@@ -15,9 +15,10 @@ import yaml
 
 from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.secrets import redact_line
-from rlhf_launch.diagnose import PHASES, FailureClass, classify, diagnose_file
+from rlhf_launch.diagnose import PHASES, FailureClass, classify
 from rlhf_launch.diagnose import reader as dx
 from rlhf_launch.diagnose.rules import RULES
+from rlhf_launch.runs.logfile import diagnose_file
 
 from conftest import ROOT
 

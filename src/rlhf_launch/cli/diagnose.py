@@ -20,10 +20,9 @@ def command(
     as_json: bool = options.JSON,
 ) -> None:
     """Classify why a run's attempt failed or stalled (failure class, retriable, phase, step, evidence, hint)."""
-    from rlhf_launch import diagnose
     from rlhf_launch.cli import report
     from rlhf_launch.errors import UserError
-    from rlhf_launch.runs import evidence, remote
+    from rlhf_launch.runs import evidence, logfile, remote
     from rlhf_launch.runs.history import past_failures
     from rlhf_launch.runs.status import AttemptStatus
 
@@ -32,7 +31,7 @@ def command(
         path = Path(log)
         if not path.is_file():
             raise UserError(f"log file {path} not found", hint="pass the driver log, e.g. from `ray job logs JOB > job.log`")
-        data = {"log": str(path), **diagnose.diagnose_file(path).as_json()}
+        data = {"log": str(path), **logfile.diagnose_file(path).as_json()}
     else:
         record, cluster = options.run_and_cluster(run, address, token_file)
         record = remote.refresh(record, cluster.jobs)

@@ -28,6 +28,7 @@ def command(
     """
     from rlhf_launch import doctor
     from rlhf_launch.cli import report
+    from rlhf_launch.cluster import doctor as cluster_doctor
     from rlhf_launch.cluster import snapshot
     from rlhf_launch.core.launch import from_config
     from rlhf_launch.core.picture import draw
@@ -38,7 +39,7 @@ def command(
         output.show_launch(launch, as_json)
     cluster = options.cluster(address, token_file, configured=launch.cfg.cluster.address)
     snap = snapshot.read(cluster.dashboard, memory=False)
-    result = doctor.on_cluster(launch, cluster.jobs, snap, deep=deep, skip=skip)
+    result = cluster_doctor.on_cluster(launch, cluster.jobs, snap, deep=deep, skip=skip)
     picture = draw(launch.plan, doctor.free_nodes(snap.nodes))
     if as_json:
         output.echo_json({**result.as_json(), "config_ok": launch.ok, "placement": picture})

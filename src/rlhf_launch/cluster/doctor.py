@@ -49,3 +49,13 @@ def in_driver(spec: dict[str, Any]) -> dict[str, Any]:
         return dict(probe_code()["every_node"]({**spec, "version": agent_version()}, agent_version(), float(spec.get("timeout", 30))))
     except Exception as exc:  # noqa: BLE001 - ray's GetTimeoutError, ActorDiedError, ...
         raise ClusterTimeout(f"the doctor's look did not complete on every node ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def on_cluster(launch: Any, jobs: Any, snapshot: Any, *, deep: bool = False, skip: tuple[str, ...] = ()) -> Any:
+    """doctor.examine through a probe job on the cluster of `jobs` (cluster.jobs.Jobs), placing
+    the plan's host memory on the nodes of `snapshot` (cluster.snapshot.Snapshot)."""
+    from rlhf_launch import doctor
+
+    return doctor.examine(
+        launch, lambda request: by_probe_job(jobs, request), deep=deep, skip=skip, nodes_free=doctor.free_nodes(snapshot.nodes)
+    )

@@ -1,8 +1,8 @@
-"""The shipped presets (configs/ in the repo, rlhf_launch/presets in the package)."""
+"""The shipped presets (configs/ in the repo, rlhf_launch/presets in the package): package
+data, read only. Copying one out is the edge's (cli/init.py)."""
 
 from __future__ import annotations
 
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,25 +55,7 @@ def config_path(config: str) -> Path:
     return path_of(config)
 
 
-def copy_out(name: str, dest: Path | None) -> Path:
-    source = path_of(name)
-    target = dest or Path(f"{name}.yaml")
-    if target.is_dir():
-        target = target / source.name
-    if target.exists():
-        raise UserError(f"{target} already exists", hint="pass another PATH or remove the file")
-    companions = _companions(source)
-    for name in companions:
-        if (target.parent / name).exists():
-            raise UserError(f"{target.parent / name} already exists (the preset's {name} goes there)", hint="pass another PATH")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
-    for name in companions:
-        shutil.copyfile(source.parent / name, target.parent / name)
-    return target
-
-
-def _companions(source: Path) -> list[str]:
+def companions(source: Path) -> list[str]:
     """Files the preset names by a path relative to itself (a reward function): they go along."""
     data = yaml.safe_load(source.read_text()) or {}
     models = data.get("models") or {}

@@ -1,6 +1,6 @@
 """`diagnose`: why an attempt failed or stalled, from its driver log (and, on a live
-cluster, Ray's job message, dead actors and pending placement groups). Pure: text in, a
-`Diagnosis` out.
+cluster, Ray's job message, dead actors and pending placement groups). Pure: text in (or bytes
+by range through a callable: runs/logfile.py opens the file), a `Diagnosis` out.
 
   taxonomy.py  the failure classes, the phases, `Diagnosis`
   reader.py    reading a log of any size from its end (no classification)
@@ -12,7 +12,7 @@ Redaction is core/secrets.py's one policy. docs/diagnose.md has the classes as a
 
 from __future__ import annotations
 
-from rlhf_launch.diagnose.classify import classify, diagnose_file
+from rlhf_launch.diagnose.classify import classify, diagnose_reader
 from rlhf_launch.diagnose.taxonomy import PHASES, Diagnosis, FailureClass
 
-__all__ = ["PHASES", "Diagnosis", "FailureClass", "classify", "diagnose_file"]
+__all__ = ["PHASES", "Diagnosis", "FailureClass", "classify", "diagnose_reader"]

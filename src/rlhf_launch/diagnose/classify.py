@@ -13,10 +13,8 @@ diagnosis is `unknown` and its hint names the last exception.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlhf_launch.core.secrets import redact_line
@@ -27,7 +25,7 @@ from rlhf_launch.diagnose.reader import Line, Pool, Source
 from rlhf_launch.diagnose.rules import ALL_ANCHORS, DEEP_ANCHORS, DEEP_RULES, FALLBACK_ANCHORS, FALLBACK_EXCEPTION, RULES, Rule
 from rlhf_launch.diagnose.taxonomy import Diagnosis, FailureClass
 
-__all__ = ["classify", "diagnose_file"]
+__all__ = ["classify", "diagnose_reader"]
 
 EVIDENCE_LINES = 5
 EVIDENCE_WIDTH = 400
@@ -159,7 +157,7 @@ def classify(
     environ: Mapping[str, str] | None = None,
     _every_line: bool = False,
 ) -> Diagnosis:
-    """Diagnose a driver log held in memory (the same reading as `diagnose_file`), with
+    """Diagnose a driver log held in memory (the same reading as `diagnose_reader`), with
     Ray's job message, dead actors (state API rows: class_name, state, death_cause,
     node_id) and pending placement groups (rows with state and bundles) when known."""
     extra = state_lines(job_message, dead_actors, pending_groups, exit_code)
@@ -169,8 +167,9 @@ def classify(
     return _run(source, pending=any_pending(pending_groups), environ=environ, every_line=_every_line)
 
 
-def diagnose_file(
-    path: str | Path,
+def diagnose_reader(
+    read_at: Callable[[int, int], bytes],
+    size: int,
     *,
     job_message: str = "",
     dead_actors: Sequence[Mapping[str, Any]] = (),
@@ -178,16 +177,12 @@ def diagnose_file(
     exit_code: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Diagnosis:
-    """Diagnose a driver log file of any size, reading from its end (reader.py): memory
-    stays at a few chunks whatever the size."""
+    """Diagnose a driver log of any size through `read_at(offset, length)` (the edge's pread
+    on a file: runs/logfile.py), reading from its end (reader.py): memory stays at a few
+    chunks whatever the size."""
     extra = state_lines(job_message, dead_actors, pending_groups, exit_code)
-    fd = os.open(str(path), os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        suffix = b""
-        if extra:
-            last = os.pread(fd, 1, size - 1) if size else b"\n"
-            suffix = (b"" if last == b"\n" else b"\n") + "\n".join(extra).encode("utf-8", "replace")
-        return _run(Source(fd=fd, size=size, extra=suffix), pending=any_pending(pending_groups), environ=environ)
-    finally:
-        os.close(fd)
+    suffix = b""
+    if extra:
+        last = read_at(size - 1, 1) if size else b"\n"
+        suffix = (b"" if last == b"\n" else b"\n") + "\n".join(extra).encode("utf-8", "replace")
+    return _run(Source(read_at=read_at, size=size, extra=suffix), pending=any_pending(pending_groups), environ=environ)

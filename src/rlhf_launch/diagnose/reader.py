@@ -1,5 +1,5 @@
-"""Reading a driver log of any size from its end: bytes by range (a file through pread, or
-memory, plus synthetic lines from Ray's state after its end), the last step line, the tail
+"""Reading a driver log of any size from its end: bytes by range (through a `read_at`
+callable the edge builds over a file, or memory, plus synthetic lines from Ray's state after its end), the last step line, the tail
 window, forward chunks, and pools of candidate lines found by literal anchors. Knows
 nothing of failure classes.
 
@@ -13,9 +13,8 @@ pieces for the rules that look deep. A rule reads only the lines its anchors fou
 from __future__ import annotations
 
 import bisect
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["CHECKPOINT_STATES", "GLOBAL_STEP", "Line", "Pool", "Source", "find_step", "forward_chunks", "pool", "tail_start"]
@@ -36,11 +35,12 @@ STEP_NEEDLES = ((b"Global step ", GLOBAL_STEP), (b"checkpoint_states: ", CHECKPO
 
 
 class Source:
-    """A log as bytes read by range: a file (pread) or memory, plus synthetic lines from
-    Ray's state appended after its end."""
+    """A log as bytes read by range: memory, or `read_at(offset, length)` over a log of `size`
+    bytes (the edge's pread on a file), plus synthetic lines from Ray's state appended after
+    its end."""
 
-    def __init__(self, data: bytes | None = None, fd: int | None = None, size: int = 0, extra: bytes = b""):
-        self.data, self.fd, self.log_size, self.extra = data, fd, size if data is None else len(data), extra
+    def __init__(self, data: bytes | None = None, read_at: Callable[[int, int], bytes] | None = None, size: int = 0, extra: bytes = b""):
+        self.data, self.read_at, self.log_size, self.extra = data, read_at, size if data is None else len(data), extra
         self.size = self.log_size + len(extra)
 
     def read(self, lo: int, hi: int) -> bytes:
@@ -53,8 +53,8 @@ class Source:
             if self.data is not None:
                 out = self.data[lo:end]
             else:
-                assert self.fd is not None
-                out = os.pread(self.fd, end - lo, lo)
+                assert self.read_at is not None
+                out = self.read_at(lo, end - lo)
         if hi > self.log_size:
             out += self.extra[max(0, lo - self.log_size) : hi - self.log_size]
         return out

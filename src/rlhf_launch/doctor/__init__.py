@@ -58,14 +58,6 @@ def free_nodes(nodes: Any) -> list[Any]:
     return [NodeFree(n.node_id, n.ip, n.gpus, n.cpus) for n in ordered]
 
 
-def on_cluster(launch: Launch, jobs: Any, snapshot: Any, *, deep: bool = False, skip: tuple[str, ...] = ()) -> Report:
-    """`examine` through a probe job on the cluster of `jobs` (cluster.jobs.Jobs), placing the
-    plan's host memory on the nodes of `snapshot` (cluster.snapshot.Snapshot)."""
-    from rlhf_launch.cluster import doctor as probe
-
-    return examine(launch, lambda request: probe.by_probe_job(jobs, request), deep=deep, skip=skip, nodes_free=free_nodes(snapshot.nodes))
-
-
 def skipped_findings(skip: tuple[str, ...]) -> list[Any]:
     """A warning for every check skipped on purpose (`--skip-check`)."""
     from rlhf_launch.core.findings import warning

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlhf_launch import doctor
+from rlhf_launch.cluster import doctor as cluster_doctor
 from rlhf_launch.cluster import live as live_check
 from rlhf_launch.cluster import sweep
 from rlhf_launch.cluster.connection import Cluster
@@ -96,7 +97,7 @@ def resume(
     findings += live.findings
     if not any(f.level == "error" for f in findings):
         # not the disk budget: the run's own checkpoints already fill part of it (as the supervisor)
-        report = doctor.on_cluster(launch, jobs, live.snapshot, skip=(*skip_checks, "checkpoints", "disk"))
+        report = cluster_doctor.on_cluster(launch, jobs, live.snapshot, skip=(*skip_checks, "checkpoints", "disk"))
         findings += doctor.skipped_findings(skip_checks) + report.as_findings()
     if any(f.level == "error" for f in findings):
         return Resumed(record, None, state, findings)

@@ -73,6 +73,7 @@ def submit(
     config's checkpoint.load, which continues them), then
     the record, the claim, the first attempt and its supervisor."""
     from rlhf_launch import doctor
+    from rlhf_launch.cluster import doctor as cluster_doctor
 
     if not launch.ok:
         return Submitted(launch, None)
@@ -83,7 +84,7 @@ def submit(
     found = claim.scan(cluster.jobs, path)
     claim.refuse_if_in_use(found, path, run_id="")  # before the node checks: it costs one read
     held = found.newest
-    report = doctor.on_cluster(launch, cluster.jobs, live.snapshot, skip=(*skip_checks, "checkpoints"))
+    report = cluster_doctor.on_cluster(launch, cluster.jobs, live.snapshot, skip=(*skip_checks, "checkpoints"))
     live.findings += doctor.skipped_findings(skip_checks) + report.as_findings()
     if not report.ok:
         return Submitted(launch, live, doctor=report)
