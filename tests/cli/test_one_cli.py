@@ -112,6 +112,16 @@ def test_slurm_and_k8s_refuse_to_overwrite_without_force(verb, args, tmp_path, c
     assert code == 0 and (tmp_path / "old-name.txt").is_file()
 
 
+def test_init_refuses_to_overwrite_without_force_too(tmp_path, capsys):
+    target = tmp_path / "mine.yaml"
+    target.write_text("mine\n")
+    code, _, err = cli(capsys, "init", "tiny-1node", str(target))
+    assert code == 2 and target.read_text() == "mine\n" and "--force" in err
+    code, _, err = cli(capsys, "init", "tiny-1node", str(target), "--force")
+    assert code == 0, err
+    assert "name: tiny-1node" in target.read_text()
+
+
 def test_the_slurm_script_keeps_its_mode_when_written_by_the_one_writer(tmp_path, capsys):
     target = tmp_path / "run.sbatch"
     assert cli(capsys, "slurm", "tiny-1node", "-o", str(target))[0] == 0

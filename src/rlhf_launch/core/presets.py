@@ -55,17 +55,22 @@ def config_path(config: str) -> Path:
     return path_of(config)
 
 
-def copy_out(name: str, dest: Path | None) -> Path:
+def copy_out(name: str, dest: Path | None, force: bool = False) -> Path:
+    """Copy preset `name` (and the files it names beside it) to `dest`; an existing file is
+    refused unless `force` (as every verb that writes a file)."""
     source = path_of(name)
     target = dest or Path(f"{name}.yaml")
     if target.is_dir():
         target = target / source.name
-    if target.exists():
-        raise UserError(f"{target} already exists", hint="pass another PATH or remove the file")
+    if target.exists() and not force:
+        raise UserError(f"{target} already exists; not overwritten", hint="pass --force to overwrite it, or another PATH")
     companions = _companions(source)
     for name in companions:
-        if (target.parent / name).exists():
-            raise UserError(f"{target.parent / name} already exists (the preset's {name} goes there)", hint="pass another PATH")
+        if (target.parent / name).exists() and not force:
+            raise UserError(
+                f"{target.parent / name} already exists (the preset's {name} goes there); not overwritten",
+                hint="pass --force to overwrite it, or another PATH",
+            )
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     for name in companions:
