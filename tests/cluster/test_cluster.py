@@ -44,11 +44,11 @@ def test_job_api_requires_the_token(cluster):
 def test_launcher_without_or_with_a_wrong_token_fails_clearly(cluster, tmp_path):
     started = time.monotonic()
     missing = run_cli("status", "--address", cluster.address, env={"RAY_AUTH_TOKEN_PATH": str(tmp_path / "none")})
-    assert missing.returncode == 2 and "requires a Ray auth token" in missing.stderr
+    assert missing.returncode == 4 and "requires a Ray auth token" in missing.stderr  # 4: the cluster refused us
     bad = tmp_path / "bad"
     bad.write_text("f" * 64)
     wrong = run_cli("status", "--address", cluster.address, "--token-file", str(bad))
-    assert wrong.returncode == 2 and "rejected the Ray auth token" in wrong.stderr
+    assert wrong.returncode == 4 and "rejected the Ray auth token" in wrong.stderr
     assert "Traceback" not in missing.stderr + wrong.stderr
     assert time.monotonic() - started < 20
 
