@@ -3,7 +3,9 @@
     LauncherError            one message naming the key, file or node, and a hint; exit 2
       UserError              a mistake the user can fix (a config key, an argument, a file)
       RecordUnreadable       a run record that cannot be read (kept, never deleted)
-      ClusterError           talking to the cluster went wrong
+      ClusterError           talking to the cluster went wrong; exit 4 (CLUSTER), so that a
+                             wrapper (Slurm, KubeRay) can tell "not up yet, try again" from
+                             "fix your config" (2)
         ClusterUnreachable   nothing answered: connection refused, DNS, no route
           ClusterTimeout     something accepted the connection but did not answer in time
         AuthRejected         the cluster wants a token (401) or refused ours (403)
@@ -52,6 +54,8 @@ class RecordUnreadable(LauncherError):
 
 class ClusterError(LauncherError):
     """Talking to the Ray cluster went wrong."""
+
+    exit_code = 4  # cli/output.py CLUSTER
 
 
 class ClusterUnreachable(ClusterError):

@@ -324,7 +324,7 @@ def test_a_rayjob_from_a_file_carries_the_file_to_the_head(tmp_path, capsys):
         (["llama70b-4node", "--cpus", "4"], "--cpus 4"),
         (["llama70b-4node", "--rdma-resource", "mlx=0"], "--rdma-resource"),
         (["tiny-1node", "cluster.host_memory_gb=300"], "cluster.host_memory_gb"),
-        (["qwen2.5-7b-grpo", "--rayjob", "checkpoint.save_steps=-1"], "--auto-resume 3"),
+        (["qwen2.5-7b-grpo", "--rayjob", "--auto-resume", "3", "checkpoint.save_steps=-1"], "--auto-resume 3"),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else None,
 )

@@ -86,7 +86,7 @@ def test_submit_dry_run_prints_the_plan_without_a_cluster():
     plan = run_cli("plan", "llama70b-4node", "--json", env=env)
     dry = run_cli("submit", "llama70b-4node", "--dry-run", "--json", env=env)
     assert dry.returncode == 0, dry.stderr
-    assert json.loads(dry.stdout) == json.loads(plan.stdout)
+    assert json.loads(dry.stdout) == {**json.loads(plan.stdout), "submitted": False}  # and it says nothing was
     assert json.loads(dry.stdout)["command"].startswith("ray job submit --address http://127.0.0.1:9 ")  # where it would go
 
 

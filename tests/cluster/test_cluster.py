@@ -44,11 +44,11 @@ def test_job_api_requires_the_token(cluster):
 def test_launcher_without_or_with_a_wrong_token_fails_clearly(cluster, tmp_path):
     started = time.monotonic()
     missing = run_cli("status", "--address", cluster.address, env={"RAY_AUTH_TOKEN_PATH": str(tmp_path / "none")})
-    assert missing.returncode == 2 and "requires a Ray auth token" in missing.stderr
+    assert missing.returncode == 4 and "requires a Ray auth token" in missing.stderr  # 4: the cluster refused us
     bad = tmp_path / "bad"
     bad.write_text("f" * 64)
     wrong = run_cli("status", "--address", cluster.address, "--token-file", str(bad))
-    assert wrong.returncode == 2 and "rejected the Ray auth token" in wrong.stderr
+    assert wrong.returncode == 4 and "rejected the Ray auth token" in wrong.stderr
     assert "Traceback" not in missing.stderr + wrong.stderr
     assert time.monotonic() - started < 20
 
@@ -64,7 +64,7 @@ def test_dashboard_is_not_open_to_the_network(cluster):
 def test_unreachable_cluster_fails_fast():
     started = time.monotonic()
     done = run_cli("status", "--address", f"http://127.0.0.1:{free_port()}")
-    assert done.returncode == 2
+    assert done.returncode == 4  # a cluster error (errors.ClusterError), not the user's
     assert "cannot reach the Ray dashboard" in done.stderr
     assert time.monotonic() - started < 10
 
@@ -174,7 +174,7 @@ def test_join_with_a_wrong_token_fails_within_seconds(cluster, tmp_path):
     done = run_cli(
         "join", "127.0.0.2", "--port", str(cluster.gcs_port), "--token-file", str(bad), "--node-ip-address", "127.0.0.9", "--num-gpus", "1"
     )
-    assert done.returncode == 2
+    assert done.returncode == 4
     assert "rejected this node's auth token" in done.stderr
     assert time.monotonic() - started < 15
     assert len(cluster.alive_nodes()) == 4
@@ -185,5 +185,5 @@ def test_join_an_unreachable_head_fails_within_seconds(tmp_path):
     token.write_text("a" * 64)
     started = time.monotonic()
     done = run_cli("join", "127.0.0.2", "--port", str(free_port()), "--token-file", str(token))
-    assert done.returncode == 2 and "cannot reach the Ray head" in done.stderr
+    assert done.returncode == 4 and "cannot reach the Ray head" in done.stderr
     assert time.monotonic() - started < 10

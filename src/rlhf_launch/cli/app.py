@@ -9,8 +9,10 @@ so `--help` and `plan` stay fast.
 
 Exit codes (cli/output.py): 0 done; 1 done but failed (a run failed, a stop left something
 behind); 2 a user error, usage errors included, one message and no traceback; 3 a bug: a
-short message and the path of a log with the traceback; 130 Ctrl-C. Usage errors are
-caught as the exceptions of the click that Typer itself runs on, whichever that is.
+short message and the path of a log with the traceback; 4 the cluster (unreachable, timed
+out, auth refused: errors.ClusterError); 130 Ctrl-C. Usage errors are caught as the
+exceptions of the click that Typer itself runs on, whichever that is. With --json, an error
+also prints {"error": {...}} on stdout (output.error_json), the exit code unchanged.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def verb_command(name: str) -> Any:
     verb = _BY_NAME[name]
     module = importlib.import_module(f"rlhf_launch.cli.{verb.module}")
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-    single.command(name, cls=_VerbCommand, epilog=examples.epilog(name), short_help=verb.help)(module.command)
+    epilog = "\n\n".join(part for part in (examples.epilog(name), output.EXIT_CODES[0].upper() + output.EXIT_CODES[1:] + ".") if part)
+    single.command(name, cls=_VerbCommand, epilog=epilog, short_help=verb.help)(module.command)
     return typer.main.get_command(single)
 
 
@@ -165,9 +168,19 @@ class _Verbs(TyperGroup):
             raise
 
 
+HELP = (
+    "Plan, check and launch OpenRLHF PPO runs on a Ray GPU cluster.\n\n"
+    "An option means the same in every verb: -o/--output FILE writes a file (import, slurm, k8s), "
+    "refused if it exists unless --force; -f is always --follow (logs, watch, submit, resume), never "
+    '--force; --json prints one JSON object, an error included ({"error": {...}}).\n\n'
+    + output.EXIT_CODES[0].upper()
+    + output.EXIT_CODES[1:]
+    + "."
+)
+
 app = typer.Typer(
     name="rlhf-launch",
-    help="Plan, check and launch OpenRLHF PPO runs on a Ray GPU cluster.",
+    help=HELP,
     cls=_Verbs,
     no_args_is_help=True,
     add_completion=False,
@@ -186,7 +199,8 @@ def _version(value: bool) -> None:
 def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="show the version"),
 ) -> None:
-    """Plan, check and launch OpenRLHF PPO runs on a Ray GPU cluster."""
+    # no docstring: the group's help is HELP (a docstring here would replace it)
+    return None
 
 
 def crash_log(exc: BaseException) -> Path:
@@ -229,7 +243,14 @@ def main(argv: list[str] | None = None) -> int:
 _NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
+def _wants_json(argv: list[str] | None) -> bool:
+    """--json among the options (before a `--`)."""
+    args = sys.argv[1:] if argv is None else argv
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
 def _run(argv: list[str] | None) -> int:
+    as_json = _wants_json(argv)
     try:
         result = app(args=argv, prog_name="rlhf-launch", standalone_mode=False)
     except _EXIT as exc:
@@ -238,20 +259,37 @@ def _run(argv: list[str] | None) -> int:
         output.echo("aborted", err=True)
         return output.INTERRUPTED
     except _click.ClickException as exc:  # usage errors: a usage line and the problem
-        exc.show()
+        _show_usage_error(exc)
+        if as_json:
+            output.error_json(exc.format_message(), "rlhf-launch VERB --help shows the options", output.USER, "UsageError")
         return output.USER
     except LauncherError as exc:
         output.error(exc)
+        if as_json:
+            output.error_json(exc.message, exc.hint, exc.exit_code, type(exc).__name__)
         return exc.exit_code
     except KeyboardInterrupt:
         output.echo("interrupted", err=True)
         return output.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last resort: a bug
         path = crash_log(exc)
-        output.echo(f"error: rlhf-launch hit a bug ({type(exc).__name__}: {str(exc)[:200]})", err=True)
+        text = f"rlhf-launch hit a bug ({type(exc).__name__}: {str(exc)[:200]})"
+        output.echo(f"error: {text}", err=True)
         output.echo(f"  the traceback is in {path}; please include it when you report this", err=True)
+        if as_json:
+            output.error_json(text, "please include the log when you report this", output.BUG, "Bug", log=str(path))
         return output.BUG
     return result if isinstance(result, int) else output.OK
+
+
+def _show_usage_error(exc: Any) -> None:
+    """click's usage message, its text redacted like every other message (an override's
+    value may be in it)."""
+    import io
+
+    buffer = io.StringIO()
+    exc.show(file=buffer)
+    output.echo(buffer.getvalue(), err=True, end="")
 
 
 if __name__ == "__main__":

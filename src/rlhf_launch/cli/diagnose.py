@@ -13,31 +13,28 @@ from rlhf_launch.cli import options, output
 
 def command(
     run: str | None = options.RUN,
-    log: str | None = typer.Option(None, "--log", help="diagnose a driver log file instead of a run"),
-    attempt: int | None = typer.Option(None, "--attempt", min=1, help="which attempt (default: the latest)"),
+    log: str | None = typer.Option(
+        None, "--log", help="diagnose a driver log file instead of a run (or a directory holding one job-driver-*.log)"
+    ),
+    attempt: int | None = options.ATTEMPT,
     address: str | None = options.ADDRESS,
     token_file: str | None = options.TOKEN_FILE,
     as_json: bool = options.JSON,
 ) -> None:
     """Classify why a run's attempt failed or stalled (failure class, retriable, phase, step, evidence, hint)."""
     from rlhf_launch.cli import report
-    from rlhf_launch.errors import UserError
-    from rlhf_launch.runs import evidence, logfile, remote
+    from rlhf_launch.runs import evidence, logfile, logs, remote
     from rlhf_launch.runs.history import past_failures
     from rlhf_launch.runs.status import AttemptStatus
 
     data: dict[str, Any]
     if log is not None:
-        path = Path(log)
-        if not path.is_file():
-            raise UserError(f"log file {path} not found", hint="pass the driver log, e.g. from `ray job logs JOB > job.log`")
+        path = driver_log(Path(log))
         data = {"log": str(path), **logfile.diagnose_file(path).as_json()}
     else:
         record, cluster = options.run_and_cluster(run, address, token_file)
         record = remote.refresh(record, cluster.jobs)
-        chosen = next((a for a in record.attempts if a.number == attempt), None) if attempt else record.current
-        if chosen is None:
-            raise UserError(f"run {record.run_id} has no attempt {attempt}", hint=f"it has {len(record.attempts)}")
+        chosen = logs.attempt_of(record, attempt)
         data = {"run_id": record.run_id, "attempt": chosen.number, "job_id": chosen.job_id, "job_status": str(chosen.status)}
         if chosen.status is AttemptStatus.SUCCEEDED:  # nothing failed: what the run came through
             data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
@@ -49,3 +46,27 @@ def command(
             if found.missing:
                 data["note"] = found.missing
     output.echo_json(data) if as_json else output.echo(report.diagnose_text(data))
+
+
+DRIVER_LOGS = "job-driver-*.log"  # Ray's name for a job's driver log in a session's logs/ directory
+
+
+def driver_log(path: Path) -> Path:
+    """The file `diagnose --log` reads: the path itself, or a directory's one driver log
+    (Ray's session logs/ directory of one job); else a UserError saying what it wants."""
+    from rlhf_launch.errors import UserError
+
+    wanted = "one driver log file, e.g. from `ray job logs JOB > job.log`, or Ray's job-driver-JOB.log"
+    if path.is_dir():
+        found = sorted(p for p in path.glob(DRIVER_LOGS) if p.is_file())
+        if len(found) == 1:
+            output.echo(f"reading {found[0]}, the driver log in {path}", err=True)
+            return found[0]
+        names = ", ".join(p.name for p in found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        what = f"holds {len(found)} driver logs ({names}): pass one of them" if found else f"holds no driver log ({DRIVER_LOGS})"
+        raise UserError(f"--log {path} is a directory, and it {what}", hint=f"--log wants {wanted}")
+    if not path.exists():
+        raise UserError(f"log file {path} not found", hint=f"--log wants {wanted}")
+    if not path.is_file():
+        raise UserError(f"--log {path} is not a regular file", hint=f"--log wants {wanted}")
+    return path

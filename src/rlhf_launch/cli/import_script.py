@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import typer
 
-from rlhf_launch.cli import output
+from rlhf_launch.cli import options, output
 
 
 def command(
     script: str = typer.Argument(..., help="shell script that runs openrlhf.cli.train_ppo_ray (directly or via ray job submit)"),
-    out: str | None = typer.Option(None, "-o", "--output", help="write the config here (default: print it)"),
+    out: str | None = options.OUTPUT,
     openrlhf_version: str | None = typer.Option(
         None, "--openrlhf-version", help="release to write the config for (default: the script's); a newer one migrates the flags"
     ),
@@ -24,7 +24,7 @@ def command(
     variables: list[str] | None = typer.Option(
         None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False
     ),
-    force: bool = typer.Option(False, "--force", help="overwrite OUT if it exists"),
+    force: bool = options.FORCE_WRITE,
 ) -> None:
     """Read a script that runs the OpenRLHF trainer and write the equivalent config."""
     from pathlib import Path
@@ -60,14 +60,7 @@ def command(
         for line in notes:
             output.echo(imported.clean(line), err=True)
     else:
-        target = Path(out)
-        if target.exists() and not force:
-            raise UserError(f"{target} already exists", hint="pass --force to overwrite it, or another -o path")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(body)
-        except OSError as exc:
-            raise UserError(f"cannot write {target}: {exc.strerror}") from None
+        target = output.write_file(out, body, force=force, what="config")
         for line in notes:
             output.echo(imported.clean(line))
         versions = imported.source if imported.source == imported.target else f"{imported.source} -> {imported.target}"

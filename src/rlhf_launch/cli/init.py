@@ -9,8 +9,9 @@ import typer
 from rlhf_launch.cli import output
 
 
-def copy_out(name: str, dest: Path | None) -> Path:
-    """Copy preset `name` (and the files it names beside itself) to `dest`; never overwrites."""
+def copy_out(name: str, dest: Path | None, force: bool = False) -> Path:
+    """Copy preset `name` (and the files it names beside itself) to `dest`; an existing file is
+    refused unless `force` (as every verb that writes a file)."""
     import shutil
 
     from rlhf_launch.core import presets
@@ -20,12 +21,15 @@ def copy_out(name: str, dest: Path | None) -> Path:
     target = dest or Path(f"{name}.yaml")
     if target.is_dir():
         target = target / source.name
-    if target.exists():
-        raise UserError(f"{target} already exists", hint="pass another PATH or remove the file")
+    if target.exists() and not force:
+        raise UserError(f"{target} already exists; not overwritten", hint="pass --force to overwrite it, or another PATH")
     companions = presets.companions(source)
     for companion in companions:
-        if (target.parent / companion).exists():
-            raise UserError(f"{target.parent / companion} already exists (the preset's {companion} goes there)", hint="pass another PATH")
+        if (target.parent / companion).exists() and not force:
+            raise UserError(
+                f"{target.parent / companion} already exists (the preset's {companion} goes there); not overwritten",
+                hint="pass --force to overwrite it, or another PATH",
+            )
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     for companion in companions:
@@ -36,7 +40,8 @@ def copy_out(name: str, dest: Path | None) -> Path:
 def command(
     preset: str = typer.Argument(..., help="preset name (rlhf-launch presets)"),
     path: str | None = typer.Argument(None, help="where to write it (default ./PRESET.yaml)"),
+    force: bool = typer.Option(False, "--force", help="overwrite PATH (and the preset's companion files) if they exist"),
 ) -> None:
     """Copy a preset out to edit."""
-    target = copy_out(preset, Path(path) if path else None)
+    target = copy_out(preset, Path(path) if path else None, force=force)
     output.echo(f"wrote {target}; check it with: rlhf-launch plan {target}")

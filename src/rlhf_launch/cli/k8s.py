@@ -12,7 +12,9 @@ def command(
     config: str = options.CONFIG,
     overrides: list[str] | None = options.OVERRIDES,
     openrlhf_version: str | None = options.VERSION,
-    out: str | None = typer.Option(None, "--output-file", "-o", help="write the manifests here (default: print them)"),
+    out: str | None = options.OUTPUT,
+    output_file: str | None = options.OUTPUT_FILE,
+    force: bool = options.FORCE_WRITE,
     namespace: str | None = typer.Option(None, "--namespace", "-n", help="the manifests' namespace (default: kubectl's)"),
     image: str | None = typer.Option(None, "--image", help="the image of docker/ as the cluster pulls it (default: rlhf-launch:<release>)"),
     ray_version: str | None = typer.Option(None, "--ray-version", help="the image's Ray (default: the release's pin)"),
@@ -21,7 +23,7 @@ def command(
     ),
     rayjob: bool = typer.Option(False, "--rayjob", help="a RayJob whose head runs `submit` and `watch`, not a bare RayCluster"),
     name: str | None = typer.Option(None, "--name", help="the RayCluster / RayJob name (default: the config's name)"),
-    auto_resume: int = typer.Option(3, "--auto-resume", min=0, help="with --rayjob: resume in place on failure up to N times"),
+    auto_resume: int = options.AUTO_RESUME,
     allow_fresh: bool = typer.Option(False, "--allow-fresh", help="with --rayjob: allow --auto-resume without checkpoints"),
     skip_check: str = options.SKIP_CHECK,
     cpus: int | None = typer.Option(None, "--cpus", min=1, help="CPUs per pod (default: 8 per GPU)"),
@@ -70,11 +72,13 @@ def command(
         rdma_resource=rdma_resource,
     )
     done = manifests(launch, opts)
+    out = out or output_file
+    if out is not None:  # written before the notes: a refusal (the file exists) is all that is said
+        output.write_file(out, done.text, force=force, what="manifest file")
     for note in done.notes:
         output.echo(f"note: {note}", err=True)
     if out is None:
         output.echo(done.text.rstrip("\n"))
         return
-    Path(out).write_text(done.text)
     what = "RayJob" if rayjob else "RayCluster"
     output.echo(f"wrote {out}: {what} {done.name}; kubectl apply -f {out}", err=True)

@@ -27,7 +27,15 @@ RESERVE_TIMEOUT = typer.Option(60.0, "--reserve-timeout", help="seconds to wait 
 SKIP_CHECK = typer.Option(
     "", "--skip-check", help="node checks not to run, comma-separated (rlhf-launch doctor --help lists them); each skip is a warning"
 )
-FOLLOW = typer.Option(False, "--follow", "-f", help="stream the logs; Ctrl-C stops following, not the job")
+# One meaning per option in every verb (`rlhf-launch --help` says so): -f is --follow (never
+# --force), -o is --output (the file a verb writes; never the job's log), --auto-resume's
+# default is 0 wherever it is taken.
+FOLLOW = typer.Option(False, "--follow", "-f", help="stream the logs (-f is always --follow); Ctrl-C stops following, not the job")
+OUTPUT = typer.Option(None, "--output", "-o", help="write it to this file (default: print it); an existing file needs --force")
+OUTPUT_FILE = typer.Option(None, "--output-file", hidden=True, help="the old name of --output")
+FORCE_WRITE = typer.Option(False, "--force", help="overwrite the --output file if it exists")
+AUTO_RESUME = typer.Option(0, "--auto-resume", min=0, help="resume from the latest checkpoint on failure, up to N times (default 0: never)")
+ATTEMPT = typer.Option(None, "--attempt", min=1, help="which attempt of the run (default: the current one)")
 
 # `up` and `join`
 NUM_GPUS = typer.Option(None, "--num-gpus", help="GPUs of this node (default: what it has)")
@@ -81,10 +89,10 @@ def run_and_cluster(run_id: str | None, address: str | None, token_file: str | N
     target = Cluster.at(address, token_file, timeout=timeout)
     try:
         return remote.find(run_id, target.jobs), target
-    except ClusterError as exc:
-        raise UserError(
+    except ClusterError as exc:  # still a cluster error (exit 4): the run may be there once it answers
+        raise type(exc)(
             f"{found.text}, and the cluster at {target.address} could not be asked: {exc.message}",
-            hint=(found.closest_text + "; " if found.closest else "") + "pass --address URL of the run's cluster",
+            (found.closest_text + "; " if found.closest else "") + "pass --address URL of the run's cluster",
         ) from None
     except UserError as exc:
         if not found.known:

@@ -1,17 +1,19 @@
-"""Everything the CLI prints goes through here, so the W&B key is redacted everywhere; and
-the exit codes every verb uses."""
+"""Everything the CLI prints goes through here, so the W&B key is redacted everywhere (and in
+messages, stderr and errors, anything shaped like a secret: core/secrets.redact_line); the exit
+codes every verb uses; the one way a verb writes a file (`write_file`)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from rlhf_launch.core.secrets import redact, wandb_key
-from rlhf_launch.errors import LauncherError
+from rlhf_launch.core.secrets import redact, redact_line, wandb_key
+from rlhf_launch.errors import LauncherError, UserError
 
 if TYPE_CHECKING:
     from rlhf_launch.cluster.live import Live
@@ -19,18 +21,33 @@ if TYPE_CHECKING:
 
 OK = 0  # done, and the outcome is what was asked for
 FAILED = 1  # done, but the outcome is a failure: the run failed, a stop left something behind
-USER = 2  # a user error: usage, config, file, cluster unreachable, auth (one message and a hint)
+USER = 2  # a user error: usage, config, file, argument (one message and a hint): fix it, then rerun
 BUG = 3  # an unexpected exception: a short message and the path of a log with the traceback
+CLUSTER = 4  # the cluster: unreachable, timed out, auth refused, an error answer (errors.ClusterError)
 INTERRUPTED = 130  # Ctrl-C
+
+# What `--help` and README say about them (cli/app.py shows it).
+EXIT_CODES = (
+    "exit codes: 0 done; 1 done, but a check or the run failed; 2 a user error (fix the config or "
+    "arguments); 3 a bug (the message names a log); 4 the cluster is unreachable, timed out or refused "
+    "(auth, an error answer): retry when it is up, or check --address / the token; 130 Ctrl-C"
+)
 
 
 def _clean(text: str) -> str:
     return redact(text, [wandb_key()])
 
 
+def message(text: str) -> str:
+    """A message fit to show: the W&B key of the environment and anything shaped like a
+    secret redacted (an override's `WANDB_API_KEY=...` included). Every message on stderr
+    and every error goes through it; stdout's data (a plan, logs) gets `_clean`."""
+    return redact_line(text)
+
+
 def echo(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     stream = sys.stderr if err else sys.stdout
-    stream.write(_clean(text) + end)
+    stream.write((message(text) if err else _clean(text)) + end)
     stream.flush()
 
 
@@ -44,12 +61,42 @@ def error(exc: LauncherError) -> None:
         echo(f"  hint: {exc.hint}", err=True)
 
 
+def error_json(text: str, hint: str | None, exit_code: int, kind: str, **more: Any) -> None:
+    """A verb run with --json that ends in an error still prints one JSON object on stdout:
+    {"error": {"message", "hint", "exit_code", "type", ...}} (the message also goes to stderr)."""
+    data: dict[str, Any] = {"message": message(text), "hint": message(hint) if hint else None, "exit_code": exit_code, "type": kind}
+    data.update({key: value for key, value in more.items() if value is not None})
+    sys.stdout.write(json.dumps({"error": data}, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def write_file(path: str | Path, text: str, *, force: bool, what: str = "file", mode: int | None = None) -> Path:
+    """The one way a verb writes a file the user named (or the default name): refused when it
+    exists unless `force` (a UserError naming the file and the fix), parents made, `mode` set."""
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"{what} {target} is a directory", hint="pass a file path with -o/--output")
+    if target.exists() and not force:
+        raise UserError(
+            f"{what} {target} already exists; not overwritten", hint="pass --force to overwrite it, or another -o/--output path"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        if mode is not None:
+            target.chmod(mode)
+    except OSError as exc:
+        raise UserError(f"cannot write {what} {target}: {exc.strerror or exc}", hint="pass another -o/--output path") from None
+    return target
+
+
 def exit_with(code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def show_launch(launch: Launch, as_json: bool, live: Live | None = None) -> None:
-    """Print a launch (and the live checks, if any); exit 2 when either has an error."""
+def show_launch(launch: Launch, as_json: bool, live: Live | None = None, submitted: bool | None = None) -> None:
+    """Print a launch (and the live checks, if any); exit 2 when either has an error.
+    `submitted`: whether anything was (a dry run says False in its JSON)."""
     from rlhf_launch.cli import report
 
     ok = launch.ok and (live is None or live.ok)
@@ -58,6 +105,8 @@ def show_launch(launch: Launch, as_json: bool, live: Live | None = None) -> None
         if live is not None:
             data["live"] = live.as_json()
             data["ok"] = ok
+        if submitted is not None:
+            data["submitted"] = submitted
         echo_json(data)
     else:
         echo(report.plan_text(launch))

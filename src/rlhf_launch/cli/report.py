@@ -236,9 +236,13 @@ def submitted_text(done: Submitted) -> str:
 def resumed_text(done: Resumed) -> str:
     lines = []
     ck = done.checkpoint
-    if ck is not None:
-        where = f"step {ck.latest_step}" if ck.latest_step is not None else "no checkpoint (fresh start)"
-        lines.append(f"checkpoint {ck.path}: {ck.status}, {where}")
+    if ck is not None and ck.latest_step is not None:
+        lines.append(f"checkpoint {ck.path}: {ck.status}, step {ck.latest_step}")
+    elif ck is not None and ck.status == "none":  # the findings say whether that is allowed (--allow-fresh)
+        start = ": the new attempt starts from step 0 (--allow-fresh)" if done.attempt is not None else ""
+        lines.append(f"checkpoint {ck.path}: none yet{start}")
+    elif ck is not None:
+        lines.append(f"checkpoint {ck.path}: {ck.status}")
     lines += findings_text(done.findings)
     if done.attempt is None:
         lines.append("not resumed: fix the errors above")

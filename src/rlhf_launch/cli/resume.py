@@ -14,7 +14,7 @@ def command(
         False, "--force", help="allow overrides that change layout or batch sizes, a run that SUCCEEDED, a ckpt_path another run took over"
     ),
     allow_fresh: bool = typer.Option(False, "--allow-fresh", help="resume even with no checkpoint yet (from step 0)"),
-    follow: bool = typer.Option(False, "--follow", help="stream the new attempt's logs"),
+    follow: bool = options.FOLLOW,
     address: str | None = options.ADDRESS,
     token_file: str | None = options.TOKEN_FILE,
     as_json: bool = options.JSON,

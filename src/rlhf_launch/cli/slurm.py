@@ -11,8 +11,12 @@ def command(
     config: str = options.CONFIG,
     overrides: list[str] | None = options.OVERRIDES,
     openrlhf_version: str | None = options.VERSION,
-    out: str | None = typer.Option(None, "--output-file", "-o", help="write the script here (default: print it)"),
-    submit: bool = typer.Option(False, "--submit", help="write the script and submit it with sbatch; print the job id"),
+    out: str | None = options.OUTPUT,
+    output_file: str | None = options.OUTPUT_FILE,
+    force: bool = options.FORCE_WRITE,
+    submit: bool = typer.Option(
+        False, "--submit", help="write the script (--output, default <config name>.sbatch) and submit it with sbatch; print the job id"
+    ),
     partition: str | None = typer.Option(None, "--partition", "-p"),
     account: str | None = typer.Option(None, "--account", "-A"),
     time_limit: str | None = typer.Option(None, "--time", "-t", help="Slurm time limit, e.g. 2-00:00:00"),
@@ -30,7 +34,7 @@ def command(
     wait_timeout: int = typer.Option(600, "--wait-timeout", min=1, help="seconds to wait for every node and GPU"),
     stop_timeout: int = typer.Option(90, "--stop-timeout", min=1, help="seconds the stop on SIGTERM may take"),
     signal_lead: int = typer.Option(180, "--signal-lead", min=1, help="Slurm signals the script this long before the time limit"),
-    auto_resume: int = typer.Option(0, "--auto-resume", min=0, help="resume in place on failure up to N times (submit's)"),
+    auto_resume: int = options.AUTO_RESUME,
     skip_check: str = options.SKIP_CHECK,
     ray_arg: list[str] | None = typer.Option(None, "--ray-arg", help="more `ray start` arguments for every node (repeat)"),
     launcher: str = typer.Option("rlhf-launch", "--launcher", help="the launcher command on the nodes"),
@@ -80,12 +84,11 @@ def command(
         loopback_ports=loopback_ports,
     )
     text = render(launch, opts)
+    out = out or output_file
     if out is None and not submit:
         output.echo(text.rstrip("\n"))
         return
-    target = Path(out or f"{launch.cfg.name}.sbatch")
-    target.write_text(text)
-    target.chmod(0o755)
+    target = output.write_file(out or f"{launch.cfg.name}.sbatch", text, force=force, what="sbatch script", mode=0o755)
     if not submit:
         output.echo(f"wrote {target}: sbatch {shlex.quote(str(target))}", err=True)
         return

@@ -11,14 +11,14 @@ def command(
     config: str = options.CONFIG,
     overrides: list[str] | None = options.OVERRIDES,
     openrlhf_version: str | None = options.VERSION,
-    dry_run: bool = typer.Option(False, "--dry-run", help="show what would be submitted; contact no cluster"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="show what would be submitted; contact no cluster, submit nothing"),
     as_json: bool = options.JSON,
     address: str | None = options.ADDRESS,
     token_file: str | None = options.TOKEN_FILE,
     reserve_check: bool = options.RESERVE,
     reserve_timeout: float = options.RESERVE_TIMEOUT,
-    follow: bool = typer.Option(False, "--follow", help="stream the job's logs after submitting"),
-    auto_resume: int = typer.Option(0, "--auto-resume", min=0, help="resubmit from the latest checkpoint up to N times on failure"),
+    follow: bool = options.FOLLOW,
+    auto_resume: int = options.AUTO_RESUME,
     backoff: float = typer.Option(10.0, "--backoff", min=0, help="seconds before the first automatic resume (doubles each time)"),
     poll: float = typer.Option(5.0, "--poll", min=0.1, help="seconds between the supervisor's status checks"),
     retry_on: str = typer.Option("", "--retry-on", help="failure classes to retry even if the policy would not, e.g. gpu_oom"),
@@ -42,7 +42,10 @@ def command(
     skip = doctor.parse_skip(skip_check)
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
-        output.show_launch(launch.at(options.target_address(address, launch.cfg.cluster.address)), as_json)
+        try:
+            output.show_launch(launch.at(options.target_address(address, launch.cfg.cluster.address)), as_json, submitted=False)
+        finally:  # said whether the plan passed or not (an error exits 2)
+            output.echo("dry run: nothing was submitted, no cluster was contacted", err=True)
         return
     policy = options.supervision(auto_resume, backoff, poll, retry_on, no_retry_on)
     check_policy(launch, policy, allow_fresh=allow_fresh)

@@ -3,11 +3,19 @@ if the run should be supervised and none is running."""
 
 from __future__ import annotations
 
+import typer
+
 from rlhf_launch.cli import options, output
 
 
 def command(
     run: str | None = options.RUN,
+    follow: bool = typer.Option(
+        True,
+        "--follow/--no-follow",
+        "-f",
+        help="follow the supervisor until the run ends (the default); --no-follow: say who supervises and return",
+    ),
     address: str | None = options.ADDRESS,
     token_file: str | None = options.TOKEN_FILE,
 ) -> None:
@@ -29,6 +37,8 @@ def command(
     else:
         job_id = live.job_id
         output.echo(f"{record.run_id} is supervised by job {job_id} on {cluster.address}")
+    if not follow:
+        return
     output.follow(report.supervisor_lines(jobs.follow(job_id)))
     record = remote.refresh(record, jobs)
     output.echo(report.run_line(record))

@@ -27,6 +27,8 @@ class NotFound(ClusterError):
 class NotADashboard(ClusterRefused):
     """Something answered at the address, but not in HTTP: the GCS port, a Redis, another service."""
 
+    exit_code = 2  # the address is wrong (fix --address), not a cluster that is not up yet
+
 
 def normalize(address: str) -> str:
     """`host:port` or a URL -> `http://host:port` (no trailing slash); UserError if malformed."""

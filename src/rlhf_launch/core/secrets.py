@@ -15,7 +15,8 @@ REDACTED = "<redacted>"
 
 # Shapes of secrets, whatever the environment holds: bearer tokens, `hf_...` tokens, a
 # 40-hex W&B key (Ray's 56-hex ids are left alone), `wandb_v1_...` keys, `key=`/`token=`
-# style values (namespace(wandb=namespace(key='...')) included), the W&B key flags.
+# style values (namespace(wandb=namespace(key='...')) included), a value given to any name that
+# ends like a secret's (WANDB_API_KEY=, HF_TOKEN:), the W&B key flags.
 SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer|token)(\s+|=|:\s*)[A-Za-z0-9._~+/=-]{8,}"), rf"\1\2{REDACTED}"),
     (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), REDACTED),
@@ -26,6 +27,14 @@ SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1\2{REDACTED}\2",
     ),
     (re.compile(r"\b(key\s*=\s*)(['\"]?)[^'\"\s,)]{6,}\2"), rf"\1\2{REDACTED}\2"),
+    # a secret's name inside a longer one: `runtime_env.env_vars.WANDB_API_KEY=abc123`, HF_TOKEN=...
+    (
+        re.compile(
+            r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.]*?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|"
+            r"token|secret|password|passwd)\s*[=:]\s*)(['\"]?)[^'\"\s,)]{4,}\2"
+        ),
+        rf"\1\2{REDACTED}\2",
+    ),
     (re.compile(r"(--(?:use_wandb|logger\.wandb\.key)[ =])\S+"), rf"\1{REDACTED}"),
 )
 

@@ -15,18 +15,29 @@ from rlhf_launch.util.poll import poll_until
 NEXT_ATTEMPT_WAIT = 3600.0
 
 
-def current(run: Run, jobs: Jobs) -> str:
-    attempt = run.current
-    if attempt is None:
+def attempt_of(run: Run, number: int | None) -> Attempt:
+    """Attempt `number` of the run (None: its current one); a UserError saying which it has."""
+    if not run.attempts:
         raise UserError(f"run {run.run_id} has no attempts")
-    return jobs.logs(attempt.job_id)
+    if number is None:
+        chosen = run.current
+    else:
+        chosen = next((a for a in run.attempts if a.number == number), None)
+    if chosen is None:
+        numbers = ", ".join(str(a.number) for a in run.attempts)
+        raise UserError(f"run {run.run_id} has no attempt {number}", hint=f"its attempts: {numbers} (--attempt N)")
+    return chosen
 
 
-def follow(run: Run, jobs: Jobs) -> Iterator[str]:
-    """Stream the current attempt until it ends, then the next one while a supervisor runs."""
-    attempt = run.current
-    if attempt is None:
-        raise UserError(f"run {run.run_id} has no attempts")
+def current(run: Run, jobs: Jobs, number: int | None = None) -> str:
+    """The logs of the run's current attempt (or of attempt `number`)."""
+    return jobs.logs(attempt_of(run, number).job_id)
+
+
+def follow(run: Run, jobs: Jobs, number: int | None = None) -> Iterator[str]:
+    """Stream the current attempt (or attempt `number`) until it ends, then the next one
+    while a supervisor runs."""
+    attempt = attempt_of(run, number)
     while True:
         yield f"--- {run.run_id} attempt {attempt.number} ({attempt.job_id})\n"
         yield from jobs.follow(attempt.job_id)

@@ -25,8 +25,10 @@ class Unknown:
     @property
     def text(self) -> str:
         where = runs.runs_dir()
-        if self.run_id is None or not self.known:
+        if self.run_id is None:
             return f"no runs recorded on this machine ({where})"
+        if not self.known:
+            return f"no run {self.run_id!r} on this machine: no runs are recorded here ({where})"
         return f"no run {self.run_id!r} among the {self.known} runs recorded on this machine ({where})"
 
     @property
@@ -34,19 +36,21 @@ class Unknown:
         return f"the closest: {', '.join(self.closest)}" if self.closest else "rlhf-launch runs lists them"
 
 
-def closest(wanted: str, ids: Sequence[str], n: int = 3) -> list[str]:
-    """The ids nearest to `wanted`: sharing its longest prefix, then by similarity."""
+def closest(wanted: str, ids: Sequence[str], n: int = 3, cutoff: float = 0.6, margin: float = 0.1) -> list[str]:
+    """The ids nearest to `wanted` by similarity (difflib's ratio, against the whole id or
+    its end: `9f8e7e` for `...-9f8e7d`), best first: at most `n`, each at least `cutoff`
+    similar and within `margin` of the best, so an id that is merely first is never offered."""
 
-    def shared(other: str) -> int:
-        size = 0
-        for a, b in zip(wanted, other, strict=False):
-            if a != b:
-                break
-            size += 1
-        return size
+    def score(other: str) -> float:
+        parts = other.split("-")
+        tails = ["-".join(parts[i:]) for i in range(1, len(parts))]
+        return max(difflib.SequenceMatcher(None, wanted, candidate).ratio() for candidate in (other, *tails))
 
-    ranked = sorted(ids, key=lambda other: (-shared(other), -difflib.SequenceMatcher(None, wanted, other).ratio(), other))
-    return ranked[:n]
+    scored = sorted(((score(other), other) for other in ids), key=lambda pair: (-pair[0], pair[1]))
+    if not scored or scored[0][0] < cutoff:
+        return []
+    best = scored[0][0]
+    return [other for value, other in scored[:n] if value >= max(cutoff, best - margin)]
 
 
 def choose(wanted: str, ids: Sequence[str]) -> str | list[str]:
