@@ -59,7 +59,7 @@ from rlhf_launch.core.gpus import GpuType
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.core.settings import Settings
 from rlhf_launch.core.shapes import Shape, from_fields, lookup
-from rlhf_launch.core.steps import planned_steps
+from rlhf_launch.core.steps import planned_steps, release_key
 
 GIB = 1024**3
 PHASES = ("generate", "make_experience", "train", "weight_sync")
@@ -197,8 +197,24 @@ def _link(gpu: GpuType, spans_nodes: bool, c: Constants) -> float:
     return gbps * 1e9 * c.link_efficiency
 
 
+def _calls(cfg: LaunchConfig, plan: Plan, lengths: _Lengths, per_engine: int, engines: int, release: str | None) -> tuple[int, int]:
+    """(generate calls each engine serves one after another, sequences per call), per release:
+    before 0.5.0 each actor rank sent micro_rollout_batch_size prompts per call; 0.5.0-0.5.7
+    each rank sent its whole share in one call, an engine serving its ranks in turn; from 0.5.8
+    (vllm_engine.add_requests) an engine generates all its ranks' requests at once."""
+    key = release_key(release)
+    ranks = max(1, plan.role("actor").gpus)
+    if key is not None and key < (0, 5, 0):
+        micro = cfg.train.micro_rollout_batch_size
+        return math.ceil(per_engine / micro), min(micro, per_engine)
+    if key is not None and key < (0, 5, 8) and ranks > engines:
+        share = math.ceil(lengths.sequences / ranks)
+        return math.ceil(per_engine / share), share
+    return 1, per_engine
+
+
 def _generate(
-    cfg: LaunchConfig, plan: Plan, gpu: GpuType, shape: Shape, lengths: _Lengths, c: Constants
+    cfg: LaunchConfig, plan: Plan, gpu: GpuType, shape: Shape, lengths: _Lengths, c: Constants, release: str | None = None
 ) -> tuple[float, dict[str, float], list[str]]:
     engines, tp, slowdown = plan.vllm_engines, plan.vllm_tp, 1.0
     limits: list[str] = []
@@ -212,14 +228,17 @@ def _generate(
     kv_cache = max(0.0, (share - VLLM_RUNTIME_GIB) * GIB * tp - weights)
     in_flight = lengths.prompt + lengths.response / 2  # mean context of a running sequence
     by_kv = kv_cache / (kvb * (lengths.prompt + lengths.longest))  # vLLM admits what fits at full length
-    batch = max(1.0, min(float(per_engine), float(c.max_num_seqs), by_kv))
-    if by_kv < min(per_engine, c.max_num_seqs):
-        limits.append(f"KV cache: {max(by_kv, 0):.0f} sequences at once per engine, of {per_engine}")
+    calls, per_call = _calls(cfg, plan, lengths, per_engine, engines, release)
+    batch = max(1.0, min(float(per_call), float(c.max_num_seqs), by_kv))
+    if by_kv < min(per_call, c.max_num_seqs):
+        limits.append(f"KV cache: {max(by_kv, 0):.0f} sequences at once per engine, of {per_call}")
+    if calls > 1:
+        limits.append(f"this release sends each engine {calls} generate calls of {per_call} sequences, one after another")
     tokens = per_engine * lengths.response
-    waves = tokens / batch
-    steps = max(lengths.longest, waves + (lengths.longest - lengths.response))
-    if lengths.longest >= 0.5 * steps:
-        limits.append(f"long tail: each engine's batch ends with its longest sample ({lengths.longest:.0f} tokens)")
+    waves = per_call * lengths.response / batch
+    steps = calls * max(lengths.longest, waves + (lengths.longest - lengths.response))
+    if calls * lengths.longest >= 0.5 * steps:
+        limits.append(f"long tail: each generate call ends with its longest sample ({lengths.longest:.0f} tokens)")
     bandwidth = gpu.hbm_gbps * 1e9 * tp * c.decode_efficiency
     reads = steps * weights / bandwidth + tokens * in_flight * kvb / bandwidth
     flops = 2.0 * shape.params * tokens / (tp * gpu.bf16_tflops * 1e12 * c.prefill_mfu)
@@ -357,7 +376,8 @@ def estimate_step(
         return None
     lengths = _lengths(cfg, settings, c)
     actor = shapes["actor"]
-    generate, gen_parts, gen_limits = _generate(cfg, plan, gpu, actor, lengths, c)
+    release = version or (settings.version if settings is not None else cfg.openrlhf.version)
+    generate, gen_parts, gen_limits = _generate(cfg, plan, gpu, actor, lengths, c, release)
     forwards, fwd_parts, fwd_limits = _forwards(cfg, plan, gpu, shapes, lengths, c)
     train, train_parts, train_limits = _train(cfg, plan, gpu, shapes, lengths, c)
     sync, sync_parts = _weight_sync(cfg, plan, gpu, actor, c)
@@ -371,7 +391,7 @@ def estimate_step(
     limits = [f"{slowest} is {phases[slowest] / step:.0%} of the step"] + gen_limits + fwd_limits + train_limits
     if overlapped:
         limits.append("async training: generation overlaps make_experience + train")
-    steps = planned_steps(cfg, version or (settings.version if settings is not None else cfg.openrlhf.version))
+    steps = planned_steps(cfg, release)
     origin = c.origin
     assumptions = [
         f"GPU {gpu.name}: {gpu.bf16_tflops:g} TFLOP/s bf16, {gpu.hbm_gbps:g} GB/s HBM, {gpu.internode_gbps:g} GB/s per GPU "
