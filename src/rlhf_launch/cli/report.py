@@ -13,6 +13,7 @@ from rlhf_launch.core.findings import Finding
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
     from rlhf_launch.cluster.live import Live
     from rlhf_launch.cluster.node import LocalNode, StopSummary
+    from rlhf_launch.core.estimate import StepEstimate
     from rlhf_launch.core.launch import Launch
     from rlhf_launch.core.memory import MemoryReport
     from rlhf_launch.openrlhf.flagset import FlagSet
@@ -79,6 +80,29 @@ def memory_text(memory: MemoryReport) -> list[str]:
     return lines
 
 
+def estimate_text(est: StepEstimate) -> list[str]:
+    """Seconds per step by phase, the run's steps, hours and GPU-hours, the band and what it assumed."""
+    phases = est.phases_s
+    how = "max(generate, make_experience + train) + weight_sync" if est.overlapped else "phases one after another"
+    lines = [f"estimate per step on {est.gpu} ({how}):"]
+    rows = [["phase", "s/step", "share"]]
+    rows += [[name.replace("_", " "), f"{seconds:.0f}", f"{seconds / est.step_s:.0%}"] for name, seconds in phases.items()]
+    rows.append(["step", f"{est.step_s:.0f}", f"{est.band[0] * est.step_s:.0f}-{est.band[1] * est.step_s:.0f} s"])
+    lines += _table(rows)
+    if est.steps is not None and est.run_h is not None and est.gpu_hours is not None:
+        lines.append(
+            f"  run: {est.steps} steps, {est.run_h:.1f} h ({est.low_h:.1f}-{est.high_h:.1f} h), "
+            f"{est.gpu_hours:.0f} GPU-hours on {est.gpus} GPUs"
+        )
+    else:
+        per = 100 * est.step_s / 3600
+        lines.append(
+            f"  run: steps unknown (set data.max_samples); per 100 steps {per:.1f} h, {per * est.gpus:.0f} GPU-hours on {est.gpus} GPUs"
+        )
+    lines += [f"  limits: {'; '.join(est.limits)}"] + [f"  assumes: {a}" for a in est.assumptions]
+    return lines
+
+
 def plan_text(launch: Launch) -> str:
     plan, cfg = launch.plan, launch.cfg
     lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
@@ -110,6 +134,8 @@ def plan_text(launch: Launch) -> str:
     lines += picture.draw(plan) + [""]
     if launch.memory is not None and launch.memory.roles:
         lines += memory_text(launch.memory) + [""]
+    if launch.estimate is not None:
+        lines += estimate_text(launch.estimate) + [""]
     if launch.storage is not None:
         lines += launch.storage.lines() + [""]
     lines += findings_text(launch.findings)
