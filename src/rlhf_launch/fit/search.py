@@ -47,6 +47,21 @@ class FitResult:
     refused: dict[str, int] = field(default_factory=dict)  # why candidates were refused: reason -> count
 
 
+def changed(data: dict[str, Any], overrides: Sequence[str]) -> list[str]:
+    """The overrides that change `data` (a config mapping): what a user must set."""
+    from rlhf_launch.core.config import parse_override
+
+    out = []
+    for text in overrides:
+        path, value = parse_override(text)
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node != value and not (node is None and value in ([], False)):
+            out.append(text)
+    return out
+
+
 def _config(base: dict[str, Any], overrides: Sequence[str]) -> LaunchConfig | None:
     try:
         return validate(apply_overrides(base, list(overrides)), "fit")
