@@ -58,7 +58,7 @@ def command(
     nodes = nodes or cfg.cluster.nodes
     gpus_per_node = gpus_per_node or cfg.cluster.gpus_per_node
     result = search(cfg, nodes, gpus_per_node, lambda launch: launch.estimate.step_s if launch.estimate else float("inf"), live=live)
-    own = prepare(cfg)  # the config's own layout, as `plan` sees it on its declared cluster
+    own = prepare(load_config(path, [*extra, f"cluster.nodes={nodes}", f"cluster.gpus_per_node={gpus_per_node}"]))  # yours, there
     if not result.layouts:
         reasons = ", ".join(f"{n} for {why}" for why, n in sorted(result.refused.items(), key=lambda kv: -kv[1]))
         raise UserError(
