@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from conftest import run_cli
 from rlhf_launch.core import presets
 from rlhf_launch.core.config import apply_overrides, load_config, validate
 from rlhf_launch.core.launch import prepare
 from rlhf_launch.core.placement import NodeFree
 from rlhf_launch.fit import changed, search
 from rlhf_launch.fit.space import Layout, Size, Space, engine_counts, sizes
+
+from conftest import run_cli
 
 
 def step_s(launch):
@@ -65,7 +66,9 @@ def test_a_layouts_overrides_put_exactly_it_into_a_config():
 def test_changed_lists_only_what_differs_from_the_config():
     cfg = cfg_of("llama70b-4node")
     data = cfg.model_dump(mode="json")
-    assert changed(data, ["placement.actor.gpus_per_node=8", "placement.vllm.engines=4", "placement.colocate=[]"]) == ["placement.vllm.engines=4"]
+    assert changed(data, ["placement.actor.gpus_per_node=8", "placement.vllm.engines=4", "placement.colocate=[]"]) == [
+        "placement.vllm.engines=4"
+    ]
 
 
 # -- the search ---------------------------------------------------------------------------
@@ -125,14 +128,14 @@ def test_keep_restricts_the_search():
 
 def test_fit_prints_a_table_and_the_best_layouts_overrides():
     out = run_cli("fit", "llama70b-4node", "--top", "3")
-    assert out.returncode == 0, (out.stdout + out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
     assert "s/step" in (out.stdout + out.stderr) and "best:" in (out.stdout + out.stderr) and "overrides:" in (out.stdout + out.stderr)
     assert "yours" in (out.stdout + out.stderr)
 
 
 def test_fit_json_lists_layouts_best_first():
     out = run_cli("fit", "qwen2.5-7b-grpo", "--nodes", "2", "--json")
-    assert out.returncode == 0, (out.stdout + out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
     steps = [row["estimate"]["step_s"] for row in data["layouts"]]
     assert steps == sorted(steps) and data["layouts"][0]["gpus"] <= 16
@@ -141,7 +144,7 @@ def test_fit_json_lists_layouts_best_first():
 def test_fit_writes_the_config_with_the_best_layout_and_refuses_to_overwrite(tmp_path):
     target = tmp_path / "fitted.yaml"
     out = run_cli("fit", "llama70b-4node", "--nodes", "4", "-o", str(target))
-    assert out.returncode == 0, (out.stdout + out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
     planned = run_cli("plan", str(target), "--json")
     assert planned.returncode == 0, planned.stdout
     assert json.loads(planned.stdout)["ok"]

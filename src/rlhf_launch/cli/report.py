@@ -592,6 +592,8 @@ def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int,
     refused = ", ".join(f"{n} {why}" for why, n in sorted(result.refused.items(), key=lambda kv: -kv[1]))
     if refused:
         lines.append(f"  refused: {refused}")
+    if result.truncated:
+        lines.append(f"  the search stopped after {result.tried} layouts: more exist (fewer --nodes, or fix more of the layout in CONFIG)")
     best = result.layouts[0]
     from rlhf_launch.fit import changed
 
@@ -618,6 +620,7 @@ def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int) -> dict[s
         "valid": result.valid,
         "seconds": round(result.seconds, 2),
         "refused": result.refused,
+        "truncated": result.truncated,
         "layouts": [
             {
                 "layout": f.layout.describe(),

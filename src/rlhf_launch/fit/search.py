@@ -45,6 +45,7 @@ class FitResult:
     valid: int = 0
     seconds: float = 0.0
     refused: dict[str, int] = field(default_factory=dict)  # why candidates were refused: reason -> count
+    truncated: bool = False  # the search stopped at its limit: some layouts were never tried
 
 
 def changed(data: dict[str, Any], overrides: Sequence[str]) -> list[str]:
@@ -132,7 +133,7 @@ def search(
     *,
     live: list[NodeFree] | None = None,
     keep: Callable[[Layout], bool] | None = None,
-    limit: int = 4000,
+    limit: int = 8000,
 ) -> FitResult:
     """Every layout of `cfg` on the cluster that the launcher accepts, best (lowest score) first,
     ties to fewer GPUs. `keep` restricts the layouts tried (a re-plan keeps what a checkpoint
@@ -150,6 +151,7 @@ def search(
             continue
         seen.add(overrides)
         if result.tried >= limit:
+            result.truncated = True
             break
         result.tried += 1
         candidate = _config(base, overrides)

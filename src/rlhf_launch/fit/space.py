@@ -108,7 +108,7 @@ def engine_counts(room: int, tp: int) -> list[int]:
     engines only win when another phase dominates; ties go to fewer GPUs)."""
     most = room // tp
     out = []
-    while most >= 1:
+    while most >= 1 and len(out) < 4:  # all, a half, a quarter, an eighth
         out.append(most)
         most //= 2
     return out
