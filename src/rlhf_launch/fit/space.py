@@ -107,7 +107,7 @@ def engine_counts(room: int, tp: int) -> list[int]:
     """Engine counts worth trying in `room` GPUs at TP `tp`: all of it, then halves (fewer
     engines only win when another phase dominates; ties go to fewer GPUs)."""
     most = room // tp
-    out = []
+    out: list[int] = []
     while most >= 1 and len(out) < 4:  # all, a half, a quarter, an eighth
         out.append(most)
         most //= 2
