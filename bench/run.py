@@ -429,6 +429,28 @@ def bench_runs(reps: int) -> None:
     say("runs_1000_vs_100_per_record", per_1000 / per_100 if per_100 > 0 else 1.0, "ratio(1=flat)")
 
 
+def bench_fit(reps: int) -> None:
+    """`fit`'s search (in process, no cluster) for the 70B preset on 8, 32, 64 and 256 GPUs of
+    nodes of 8: the median of a few searches each, and how many layouts it tried."""
+    from rlhf_launch.core import presets
+    from rlhf_launch.core.config import load_config
+    from rlhf_launch.fit import search
+
+    cfg = load_config(presets.config_path("llama70b-4node"), [])
+
+    def score(launch):
+        return launch.estimate.step_s if launch.estimate else float("inf")
+
+    for gpus in (8, 32, 64, 256):
+        samples, tried = [], 0
+        for _ in range(max(1, min(reps, 3))):
+            started = time.perf_counter()
+            result = search(cfg, gpus // 8, 8, score)
+            samples.append(time.perf_counter() - started)
+            tried = result.tried
+        say(f"fit_{gpus}_gpus_s", statistics.median(samples), f"s(tried {tried} layouts; target: seconds)")
+
+
 def _synthetic_log(path: Path, size: int, decisive_back: int) -> None:
     """An OpenRLHF 0.11-like driver log of `size` bytes: steps of Ray-prefixed vLLM, tqdm and
     metrics lines; then either a CUDA OOM at the end, or a node death followed by
@@ -562,7 +584,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
     parser.add_argument(
-        "--only", default="cli,preflight,doctor,diagnose,runs,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts"
+        "--only", default="cli,preflight,doctor,diagnose,runs,fit,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts"
     )
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -578,6 +600,8 @@ def main() -> None:
         bench_diagnose(args.reps)
     if "runs" in parts:
         bench_runs(args.reps)
+    if "fit" in parts:
+        bench_fit(args.reps)
     if parts & {"submit", "stop", "auto_resume", "doctor_cluster"}:
         with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
             if "doctor_cluster" in parts:

@@ -13,6 +13,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("rlhf-launch plan configs/llama70b-4node.yaml --openrlhf-version 0.10.2", "the same for an older release's flags"),
         ("rlhf-launch plan llama70b-8node --cluster --address http://head:8265", "also check the live cluster has room"),
     ],
+    "fit": [
+        ("rlhf-launch fit llama70b-4node", "the fastest layouts of a preset on its own 4 x 8 GPUs"),
+        ("rlhf-launch fit llama70b-4node --nodes 8 --gpu H100-80GB --top 10", "on 8 nodes of H100s, the ten best"),
+        ("rlhf-launch fit configs/qwen2.5-7b-grpo.yaml --address http://head:8265 -o fitted.yaml", "on the live cluster; write the best"),
+    ],
     "submit": [
         ("rlhf-launch submit tiny-1node --dry-run", "what would be submitted, without contacting a cluster"),
         ("rlhf-launch submit llama70b-4node --auto-resume 3 --follow", "submit, resume on failure up to 3 times, stream the logs"),

@@ -13,6 +13,7 @@ from rlhf_launch.core.findings import Finding
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
     from rlhf_launch.cluster.live import Live
     from rlhf_launch.cluster.node import LocalNode, StopSummary
+    from rlhf_launch.core.estimate import StepEstimate
     from rlhf_launch.core.launch import Launch
     from rlhf_launch.core.memory import MemoryReport
     from rlhf_launch.openrlhf.flagset import FlagSet
@@ -79,6 +80,29 @@ def memory_text(memory: MemoryReport) -> list[str]:
     return lines
 
 
+def estimate_text(est: StepEstimate) -> list[str]:
+    """Seconds per step by phase, the run's steps, hours and GPU-hours, the band and what it assumed."""
+    phases = est.phases_s
+    how = "max(generate, make_experience + train) + weight_sync" if est.overlapped else "phases one after another"
+    lines = [f"estimate per step on {est.gpu} ({how}):"]
+    rows = [["phase", "s/step", "share"]]
+    rows += [[name.replace("_", " "), f"{seconds:.0f}", f"{seconds / est.step_s:.0%}"] for name, seconds in phases.items()]
+    rows.append(["step", f"{est.step_s:.0f}", f"{est.band[0] * est.step_s:.0f}-{est.band[1] * est.step_s:.0f} s"])
+    lines += _table(rows)
+    if est.steps is not None and est.run_h is not None and est.gpu_hours is not None:
+        lines.append(
+            f"  run: {est.steps} steps, {est.run_h:.1f} h ({est.low_h:.1f}-{est.high_h:.1f} h), "
+            f"{est.gpu_hours:.0f} GPU-hours on {est.gpus} GPUs"
+        )
+    else:
+        per = 100 * est.step_s / 3600
+        lines.append(
+            f"  run: steps unknown (set data.max_samples); per 100 steps {per:.1f} h, {per * est.gpus:.0f} GPU-hours on {est.gpus} GPUs"
+        )
+    lines += [f"  limits: {'; '.join(est.limits)}"] + [f"  assumes: {a}" for a in est.assumptions]
+    return lines
+
+
 def plan_text(launch: Launch) -> str:
     plan, cfg = launch.plan, launch.cfg
     lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
@@ -110,6 +134,8 @@ def plan_text(launch: Launch) -> str:
     lines += picture.draw(plan) + [""]
     if launch.memory is not None and launch.memory.roles:
         lines += memory_text(launch.memory) + [""]
+    if launch.estimate is not None:
+        lines += estimate_text(launch.estimate) + [""]
     if launch.storage is not None:
         lines += launch.storage.lines() + [""]
     lines += findings_text(launch.findings)
@@ -524,3 +550,93 @@ def doctor_text(report: Any, picture: list[str] | None = None) -> str:
     lines.append("")
     lines.append("ok: nothing blocks the run" if report.ok else f"not ready: {failed} check(s) failed (exit 1)")
     return "\n".join(lines)
+
+
+def _fit_row(rank: str, describe: str, launch: Launch) -> list[str]:
+    est = launch.estimate
+    if est is None:
+        return [rank, describe, str(launch.plan.gpus_required), "-", "-", "-", "-", "-", "-", "-", "actor size unknown"]
+    p = est.phases_s
+    run_h = f"{est.run_h:.1f}" if est.run_h is not None else "-"
+    gpu_h = f"{est.gpu_hours:.0f}" if est.gpu_hours is not None else "-"
+    return [
+        rank,
+        describe,
+        str(est.gpus),
+        f"{p['generate']:.0f}",
+        f"{p['make_experience']:.0f}",
+        f"{p['train']:.0f}",
+        f"{p['weight_sync']:.0f}",
+        f"{est.step_s:.0f}",
+        run_h,
+        gpu_h,
+        est.limits[0] if est.limits else "",
+    ]
+
+
+def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int, live: Any, written: str | None) -> str:
+    """`fit`: the top layouts as a table, the best one's overrides and placement picture."""
+    where = "the live cluster's free GPUs" if live is not None else "empty nodes"
+    lines = [
+        f"fit {own.cfg.name} on {nodes} x {gpus_per_node} GPUs ({where}): {result.valid} of {result.tried} layouts accepted "
+        f"in {result.seconds:.1f} s",
+        "",
+    ]
+    head = ["#", "layout", "GPUs", "gen s", "exp s", "train s", "sync s", "s/step", "run h", "GPU-h", "what limits it"]
+    rows = [head] + [_fit_row(str(i + 1), f.layout.describe(), f.launch) for i, f in enumerate(result.layouts[:top])]
+    same_shape = own.plan.cluster_nodes == nodes and own.plan.cluster_gpus_per_node == gpus_per_node
+    if own.ok and same_shape:
+        rows.append(_fit_row("yours", own.plan.breakdown(), own))
+    lines += _table(rows)
+    if not (own.ok and same_shape):
+        why = next((f.message for f in own.findings if f.level == "error"), "")
+        lines.append(
+            f"  yours: {own.plan.breakdown()}" + (f": not accepted ({why})" if why else f" (planned for {own.plan.cluster_nodes} nodes)")
+        )
+    refused = ", ".join(f"{n} {why}" for why, n in sorted(result.refused.items(), key=lambda kv: -kv[1]))
+    if refused:
+        lines.append(f"  refused: {refused}")
+    if result.truncated:
+        lines.append(f"  the search stopped after {result.tried} layouts: more exist (fewer --nodes, or fix more of the layout in CONFIG)")
+    best = result.layouts[0]
+    from rlhf_launch.fit import changed
+
+    lines += [
+        "",
+        f"best: {best.layout.describe()}",
+        "  overrides: " + (" ".join(changed(own.cfg.model_dump(mode="json"), best.layout.overrides())) or "none: it is yours"),
+        "",
+    ]
+    lines += picture.draw(best.launch.plan, live) + [""]
+    if best.launch.estimate is not None:
+        lines += [f"  assumes: {a}" for a in best.launch.estimate.assumptions[:3]]
+    if written:
+        lines.append(f"wrote {written}; check it with: rlhf-launch plan {written}")
+    return "\n".join(lines)
+
+
+def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int) -> dict[str, Any]:
+    from rlhf_launch.fit import changed
+
+    return {
+        "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node},
+        "tried": result.tried,
+        "valid": result.valid,
+        "seconds": round(result.seconds, 2),
+        "refused": result.refused,
+        "truncated": result.truncated,
+        "layouts": [
+            {
+                "layout": f.layout.describe(),
+                "overrides": changed(own.cfg.model_dump(mode="json"), f.layout.overrides()),
+                "gpus": f.gpus,
+                "estimate": f.launch.estimate.as_json() if f.launch.estimate is not None else None,
+            }
+            for f in result.layouts
+        ],
+        "yours": {
+            "layout": own.plan.breakdown(),
+            "ok": own.ok,
+            "estimate": own.estimate.as_json() if own.estimate is not None else None,
+        },
+    }

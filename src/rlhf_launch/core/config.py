@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from rlhf_launch.core import gpus
 from rlhf_launch.core.address import check_address
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.errors import UserError
@@ -89,6 +90,9 @@ class ClusterSection(_Section):
     address: str = "http://127.0.0.1:8265"
     nodes: PositiveInt = 1
     gpus_per_node: PositiveInt = 8
+    # The GPU type (core/gpus.py: A100-80GB, H100-80GB, H200, ...): the estimate's speeds, and
+    # its memory replaces gpu_memory_gb (so the memory plan reads one figure, gpu_memory_gb).
+    gpu: str | None = None
     gpu_memory_gb: float = Field(80, gt=0)
     host_memory_gb: float | None = Field(None, gt=0)
 
@@ -96,6 +100,21 @@ class ClusterSection(_Section):
     @classmethod
     def _dashboard_address(cls, value: str) -> str:
         return check_address(value)
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu_type(cls, value: str | None) -> str | None:
+        return None if value is None else gpus.get(value).name  # canonical name; unknown: the known names
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gpu_memory(cls, data: Any) -> Any:
+        """A known cluster.gpu sets gpu_memory_gb (stated, as if written)."""
+        if isinstance(data, dict) and isinstance(data.get("gpu"), str):
+            gpu = gpus.find(data["gpu"])
+            if gpu is not None:
+                data = {**data, "gpu_memory_gb": gpu.memory_gib}
+        return data
 
 
 class ModelsSection(_Section):

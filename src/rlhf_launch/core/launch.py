@@ -10,6 +10,7 @@ from rlhf_launch.core import command, presets, rules, shipped, storage
 from rlhf_launch.core import flags as flag_render
 from rlhf_launch.core import settings as trainer_settings
 from rlhf_launch.core.config import LaunchConfig, load_config
+from rlhf_launch.core.estimate import StepEstimate, estimate_step
 from rlhf_launch.core.findings import Finding, errors
 from rlhf_launch.core.memory import MemoryReport, estimate
 from rlhf_launch.core.plan import Plan, TrainerExtras, build_plan
@@ -31,6 +32,7 @@ class Launch:
     settings: Settings | None = None  # what the trainer runs with, after OpenRLHF's own corrections
     storage: StorageBudget | None = None  # free space checkpoint.ckpt_path needs
     address: str | None = None  # the dashboard the job goes to, when not the config's (--address, RAY_API_SERVER_ADDRESS)
+    estimate: StepEstimate | None = None  # seconds per step by phase, run hours (None: the actor's size is unknown)
 
     @property
     def ok(self) -> bool:
@@ -96,6 +98,7 @@ class Launch:
             out["host_gib_per_node"] = {k: round(v, 1) for k, v in self.memory.host_per_node.items()}
         if self.storage is not None:
             out["storage"] = self.storage.as_json()
+        out["estimate"] = self.estimate.as_json() if self.estimate is not None else None
         return out
 
 
@@ -127,7 +130,8 @@ def prepare(
         *memory.findings,
     ]
     spec = command.job_spec(cfg, rendered.argv, secret if use_wandb else None, working_dir=files.working_dir)
-    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, settings, storage=storage.budget(cfg, plan))
+    step = estimate_step(cfg, plan, settings=settings, version=flags.version)
+    return Launch(cfg, flags, plan, rendered.argv, spec, findings, memory, settings, storage=storage.budget(cfg, plan), estimate=step)
 
 
 def extras(settings: Settings) -> TrainerExtras:

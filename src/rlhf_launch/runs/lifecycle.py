@@ -85,24 +85,10 @@ def _params_billion(launch: Launch) -> float | None:
 
 
 def planned_steps(cfg: LaunchConfig, version: str) -> int | None:
-    """Global steps of the run when `data.max_samples` bounds its prompts (None otherwise):
-    an upper bound, since the dataset may hold fewer; the trainer's episode bar corrects it."""
-    from rlhf_launch.runs.progress import total_steps
+    """Global steps of the run when `data.max_samples` bounds its prompts (core/steps.py)."""
+    from rlhf_launch.core.steps import planned_steps as planned
 
-    train, samples = cfg.train, cfg.data.max_samples
-    if not samples:
-        return None
-    count = total_steps(
-        samples,
-        train.rollout_batch_size,
-        train.n_samples_per_prompt,
-        train.train_batch_size,
-        train.num_episodes,
-        train.max_epochs,
-        version,
-        vllm_generate_batch_size=train.vllm_generate_batch_size,
-    )
-    return count.global_steps or None
+    return planned(cfg, version)
 
 
 def new_run(
