@@ -227,3 +227,17 @@ def test_wandb_project_without_key_warns(version):
     assert "logging.wandb.project" in keyed(findings(c, version), "warning")
     with_key = prepare(c, version=version, environ={"WANDB_API_KEY": "k" * 40}).findings
     assert "logging.wandb.project" not in keyed(with_key, "warning")
+
+
+def test_the_last_guard_refuses_any_flag_the_target_release_lacks_naming_the_releases_that_have_it():
+    """issue 32: whatever let it through (a rename, an abbreviation), a flag of another era in
+    the argv is refused, since the release's parser refuses any name it does not have."""
+    from rlhf_launch.core.flags import _foreign
+    from rlhf_launch.openrlhf.flagset import load
+
+    flags = load("0.8.11")
+    found = _foreign(["--pretrain", "x", "--algo.advantage.is_correction_level", "token", "--vllm_is_truncated_threshold", "2"], flags, [])
+    assert len(found) == 1 and found[0].level == "error"
+    assert "--algo.advantage.is_correction_level" in found[0].message and "0.11.2" in found[0].message
+    said = [*found]  # an error that names the flag already: not said twice
+    assert _foreign(["--algo.advantage.is_correction_level", "token"], flags, said) == []

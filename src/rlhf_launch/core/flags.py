@@ -273,7 +273,33 @@ def render(
         else:
             argv.append(f"--{load_flag}")
     argv_extra, extra_findings = _render_extra(cfg, flags)
-    return Rendered(argv + argv_extra, findings + extra_findings)
+    findings += extra_findings + _foreign(argv + argv_extra, flags, findings + extra_findings)
+    return Rendered(argv + argv_extra, findings)
+
+
+def _foreign(argv: list[str], flags: FlagSet, said: list[Finding]) -> list[Finding]:
+    """The last guard: every `--name` the argv holds is a flag of the target release by its
+    exact name (its parser refuses any other: an unknown flag, or another era's spelling that
+    a rename or an abbreviation let through). Flags an error already names are not said twice."""
+    out = []
+    for token in argv:
+        if not token.startswith("--") or token == "--":
+            continue
+        name = token[2:].split("=", 1)[0]
+        if name in flags or any(f.level == "error" and f"--{name}" in f.message for f in said):
+            continue
+        having = renames.releases_having(name)
+        where = (
+            f"a flag of openrlhf {having[0]}" + (f" .. {having[-1]}" if len(having) > 1 else "") if having else "a flag of no known release"
+        )
+        out.append(
+            error(
+                "openrlhf.version",
+                f"openrlhf {flags.version} has no flag --{name}: it is {where}, and its parser refuses any other",
+                f"pick a release that has it ({', '.join(having[-3:])}) or drop the setting" if having else "drop the setting",
+            )
+        )
+    return out
 
 
 def _owned(cfg: LaunchConfig, flags: FlagSet) -> dict[str, str]:
