@@ -14,8 +14,8 @@ def command(
     gpus_per_node: int | None = typer.Option(None, "--gpus-per-node", min=1, help="GPUs per node (default: the config's)"),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU type (sets cluster.gpu), e.g. H100-80GB"),
     top: int = typer.Option(5, "--top", min=1, help="how many layouts to show"),
-    output_file: str | None = typer.Option(None, "--output", "-o", help="write the config with the best layout to this file"),
-    force: bool = typer.Option(False, "--force", help="overwrite the --output file"),
+    output_file: str | None = options.OUTPUT,
+    force: bool = options.FORCE_WRITE,
     openrlhf_version: str | None = options.VERSION,
     address: str | None = typer.Option(None, "--address", help="fit the live cluster's alive nodes and free GPUs (dashboard URL)"),
     token_file: str | None = options.TOKEN_FILE,
@@ -28,8 +28,6 @@ def command(
     checks, the rules, memory, Ray PACK placement), and ranks them by the step-time estimate,
     ties to fewer GPUs.
     """
-    from pathlib import Path
-
     from rlhf_launch.cli import report
     from rlhf_launch.core import presets
     from rlhf_launch.core.config import load_config
@@ -67,17 +65,14 @@ def command(
         )
     best = result.layouts[0]
     if output_file:
-        from rlhf_launch.core.config import apply_overrides, read_yaml
-
-        target = Path(output_file)
-        if target.exists() and not force:
-            raise UserError(f"{target} already exists", hint="pass --force to overwrite it, or another --output")
         import yaml
+
+        from rlhf_launch.core.config import apply_overrides, read_yaml
 
         data, _ = read_yaml(path)
         shape = [f"cluster.nodes={nodes}", f"cluster.gpus_per_node={gpus_per_node}", *extra, *best.layout.overrides()]
         header = f"# {cfg.name}: the layout `rlhf-launch fit` ranked first on {nodes} x {gpus_per_node} GPUs: {best.layout.describe()}\n"
-        target.write_text(header + yaml.safe_dump(apply_overrides(data, shape), sort_keys=False))
+        output.write_file(output_file, header + yaml.safe_dump(apply_overrides(data, shape), sort_keys=False), force=force, what="config")
     if as_json:
         output.echo_json(report.fit_json(result, own, nodes, gpus_per_node))
     else:
