@@ -195,9 +195,13 @@ def _lengths(cfg: LaunchConfig, settings: Settings | None, c: Constants) -> _Len
     return _Lengths(d.prompt_max_len * c.prompt_fill, longest * c.response_fill, longest, rollout * n)
 
 
-def _link(gpu: GpuType, spans_nodes: bool, c: Constants) -> float:
-    """Bytes/s one GPU moves to its peers: NVLink (one direction) in a node, the NIC across."""
-    gbps = gpu.internode_gbps if spans_nodes else gpu.nvlink_gbps / 2
+def _link(gpu: GpuType, spans_nodes: bool, c: Constants, per_node: int = 1) -> float:
+    """Bytes/s of a collective's bus: NVLink (one direction) in a node; across nodes NCCL runs
+    one ring per NIC, so a group of `per_node` GPUs on each node gets their NICs together
+    (nccl-tests' bus bandwidth), never more than NVLink."""
+    gbps = gpu.nvlink_gbps / 2
+    if spans_nodes:
+        gbps = min(gbps, gpu.internode_gbps * per_node)
     return gbps * 1e9 * c.link_efficiency
 
 
@@ -265,9 +269,11 @@ def _generate(
     return sum(parts.values()), parts, limits
 
 
-def _zero3_gather(params: float, gpus_: int, spans: bool, gpu: GpuType, c: Constants) -> float:
+def _zero3_gather(params: float, plan: Plan, role: str, gpu: GpuType, c: Constants) -> float:
     """Seconds to all-gather a ZeRO-3 model's bf16 weights once on each of its ranks."""
-    return 2.0 * params * (gpus_ - 1) / gpus_ / _link(gpu, spans, c) if gpus_ > 1 else 0.0
+    r = plan.role(role)
+    n = r.gpus
+    return 2.0 * params * (n - 1) / n / _link(gpu, _spans(plan, role), c, r.gpus_per_node) if n > 1 else 0.0
 
 
 def _spans(plan: Plan, role: str) -> bool:
@@ -292,7 +298,7 @@ def _forwards(
         gathers = 0.0
         if zero3:
             micro_batches = math.ceil(lengths.sequences / (r.gpus * micro))
-            gathers = micro_batches * _zero3_gather(p, r.gpus, _spans(plan, role), gpu, c)
+            gathers = micro_batches * _zero3_gather(p, plan, role, gpu, c)
         per_role[role] = max(compute, gathers)
     by_group: dict[str, float] = {}
     for role, seconds in per_role.items():
@@ -326,9 +332,9 @@ def _train(
         comm = 0.0
         if ds.zero_stage == 3:
             micro_batches = math.ceil(lengths.sequences * t.max_epochs / (n * t.micro_train_batch_size))
-            comm = micro_batches * 3 * _zero3_gather(p, n, _spans(plan, role), gpu, c)
+            comm = micro_batches * 3 * _zero3_gather(p, plan, role, gpu, c)
         elif n > 1:  # ZeRO-0/1/2: gradients reduced once per optimizer step
-            comm = optimizer_steps * 2 * 2.0 * p * (n - 1) / n / _link(gpu, _spans(plan, role), c)
+            comm = optimizer_steps * 2 * 2.0 * p * (n - 1) / n / _link(gpu, _spans(plan, role), c, r.gpus_per_node)
         if comm > compute:
             where = "the inter-node link" if _spans(plan, role) else "NVLink"
             limits.append(f"train {role}: ZeRO weight traffic over {where} exceeds its compute")
@@ -355,7 +361,7 @@ def _weight_sync(cfg: LaunchConfig, plan: Plan, gpu: GpuType, shape: Shape, c: C
         move = weights / plan.vllm_tp / (gpu.hbm_gbps * 1e9 * 0.5)
     else:
         move = weights / _link(gpu, plan.cluster_nodes > 1, c)
-    gather = _zero3_gather(shape.params, plan.role("actor").gpus, _spans(plan, "actor"), gpu, c) if cfg.deepspeed.zero_stage == 3 else 0.0
+    gather = _zero3_gather(shape.params, plan, "actor", gpu, c) if cfg.deepspeed.zero_stage == 3 else 0.0
     parts = {"weight_sync.transfer": move, "weight_sync.gather": gather, "weight_sync.per_tensor": tensors * c.tensor_overhead_s}
     return sum(parts.values()), parts
 
