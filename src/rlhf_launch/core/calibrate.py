@@ -26,6 +26,7 @@ FITTED: dict[str, tuple[float, float]] = {
     "train_mfu": (0.05, 0.6),
     "forward_mfu": (0.05, 0.6),
     "no_vllm_slowdown": (1.0, 10.0),
+    "decode_step_s": (1e-4, 0.03),
 }
 
 

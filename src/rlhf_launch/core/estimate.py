@@ -73,10 +73,11 @@ class Constants:
 
     # Fitted (core/calibrate.py FITTED) on the published runs of tests/data/estimate marked
     # split: fit; tests/core/test_estimate_field.py refits them and scores the held-out runs.
-    decode_efficiency: float = 0.81  # share of HBM bandwidth vLLM decode reaches (weights + KV reads)
+    decode_efficiency: float = 0.90  # share of HBM bandwidth vLLM decode reaches (weights + KV reads)
+    decode_step_s: float = 0.00266  # fixed seconds per decode step (scheduling, sampling, launches): the tail's floor
     forward_mfu: float = 0.60  # no-grad forward of the DeepSpeed models (make_experience)
     train_mfu: float = 0.365  # training MFU (DeepSpeed ZeRO-2/3)
-    no_vllm_slowdown: float = 5.6  # HF generate in the actor (no engines) vs. vLLM at the same bandwidth
+    no_vllm_slowdown: float = 5.3  # HF generate in the actor (no engines) vs. vLLM at the same bandwidth
     # Derived: typical figures, not fitted (the published runs do not tell them apart).
     prefill_mfu: float = 0.45  # prefill (and the decode FLOP floor) MFU
     response_fill: float = 0.5  # mean generated length / generate_max_len
@@ -250,7 +251,7 @@ def _generate(
     bandwidth = gpu.hbm_gbps * 1e9 * tp * c.decode_efficiency
     reads = steps * weights / bandwidth + tokens * in_flight * kvb / bandwidth
     flops = 2.0 * shape.params * tokens / (tp * gpu.bf16_tflops * 1e12 * c.prefill_mfu)
-    decode = max(reads, flops)
+    decode = max(reads, flops) + steps * c.decode_step_s
     allreduce = 0.0
     if tp > 1:
         mean_batch = tokens / steps
@@ -406,8 +407,8 @@ def estimate_step(
     assumptions = [
         f"GPU {gpu.name}: {gpu.bf16_tflops:g} TFLOP/s bf16, {gpu.hbm_gbps:g} GB/s HBM, {gpu.internode_gbps:g} GB/s per GPU "
         f"between nodes (typical)" + (" (assumed: set cluster.gpu)" if assumed else ""),
-        f"decode at {c.decode_efficiency:.0%} of HBM bandwidth, training MFU {c.train_mfu:.0%}, forward MFU "
-        f"{c.forward_mfu:.0%} ({origin}); prefill at {c.prefill_mfu:.0%} MFU (derived)",
+        f"decode at {c.decode_efficiency:.0%} of HBM bandwidth + {c.decode_step_s * 1e3:.1f} ms a step, "
+        f"training MFU {c.train_mfu:.0%}, forward MFU {c.forward_mfu:.0%} ({origin}); prefill at {c.prefill_mfu:.0%} MFU (derived)",
         f"prompts average {c.prompt_fill:.0%} of prompt_max_len, responses {c.response_fill:.0%} of generate_max_len; "
         f"the longest reaches {lengths.longest:.0f} tokens (derived)",
         f"vLLM runs up to {c.max_num_seqs} sequences at once per engine (its max_num_seqs default)",
