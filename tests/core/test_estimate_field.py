@@ -9,7 +9,7 @@ on published runs fails here. The shipped constants (core/estimate.py DEFAULT) a
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +61,14 @@ def _model(record: dict[str, Any]) -> dict[str, Any] | None:
     return {"actor": hf} if lookup(hf)[0] is not None else None
 
 
-def _split(record: dict[str, Any]) -> str:
-    """The record's split as the data states it, else a stable one by group (or id)."""
-    if record.get("split"):
-        return str(record["split"])
+def split_rule(record: dict[str, Any]) -> str:
+    """tests/data/estimate/README.md: fixed before any model saw the data, by group (or id)."""
     key = record.get("group") or record["id"]
-    return "fit" if zlib.crc32(key.encode()) % 2 == 0 else "heldout"
+    return "fit" if int(hashlib.sha256(("split-v10:" + key).encode()).hexdigest(), 16) % 2 == 0 else "heldout"
+
+
+def _split(record: dict[str, Any]) -> str:
+    return str(record.get("split") or split_rule(record))
 
 
 def _role(gpus_: int) -> dict[str, int]:
@@ -166,6 +168,11 @@ def runs(split: str) -> list[Measured]:
 
 
 pytestmark = pytest.mark.skipif(not STEPTIMES.is_file(), reason="no published step times collected yet")
+
+
+def test_each_record_sits_in_the_split_the_fixed_rule_gives():
+    for record in _records():
+        assert record["split"] == split_rule(record), record["id"]
 
 
 def test_every_usable_record_becomes_a_config_the_model_estimates():
