@@ -227,3 +227,17 @@ def test_the_long_tail_bounds_generation_however_many_engines():
     longest_floor = 8192 * DEFAULT.decode_step_s
     assert many.parts_s["generate.decode"] >= longest_floor
     assert any(limit.startswith("long tail") for limit in many.limits)
+
+
+def test_a_short_label_says_what_limits_the_step():
+    assert est("tiny-1node").limited_by == "train"
+    tail = est(
+        "tiny-1node",
+        "data.generate_max_len=8192",
+        "cluster.nodes=3",
+        "placement.vllm.engines=1",
+        "placement.actor.gpus_per_node=8",
+        "placement.critic.gpus_per_node=8",
+    )
+    assert tail.limited_by.startswith("generate (")
+    assert tail.as_json()["limited_by"] == tail.limited_by

@@ -130,6 +130,17 @@ class StepEstimate:
     def bottleneck(self) -> str:
         return max(self.phases_s, key=lambda k: self.phases_s[k])
 
+    @property
+    def limited_by(self) -> str:
+        """A short label of what bounds the step, for a table of layouts: the slowest phase
+        and, where the model saw one, why (the KV cache, the long tail, ZeRO traffic)."""
+        why = {"generate": ("KV cache", "long tail", "this release"), "train": ("train critic:", "train actor:")}.get(self.bottleneck, ())
+        for limit in self.limits:
+            if limit.startswith(why):
+                reason = "ZeRO traffic" if limit.startswith("train ") else limit.split(":")[0].split(" sends")[0]
+                return f"{self.bottleneck} ({reason})"
+        return self.bottleneck
+
     def as_json(self) -> dict[str, Any]:
         def r(x: float | None, n: int = 2) -> float | None:
             return None if x is None else round(x, n)
@@ -145,6 +156,7 @@ class StepEstimate:
             "gpus": self.gpus,
             "gpu": self.gpu,
             "overlapped": self.overlapped,
+            "limited_by": self.limited_by,
             "limits": self.limits,
             "assumptions": self.assumptions,
         }
