@@ -207,3 +207,37 @@ def test_every_preset_plan_prints_step_time_run_hours_and_gpu_hours(preset):
     cfg = load_config(CONFIGS / f"{preset}.yaml")
     if cfg.data.max_samples:
         assert " steps, " in block
+
+
+def test_releases_before_batched_generation_generate_slower():
+    """Before 0.5.0 each actor rank sent micro_rollout_batch_size prompts per generate call;
+    0.5.0-0.5.7 one call per rank, served in turn; since 0.5.8 one batch per engine."""
+    done = launch()
+    times = {}
+    for release in ("0.4.6", "0.5.2", "0.11.2"):
+        e = estimate_step(done.cfg, done.plan, settings=done.settings, version=release)
+        assert e is not None
+        times[release] = e.phases_s["generate"]
+    assert times["0.4.6"] > times["0.5.2"] >= times["0.11.2"]
+
+
+def test_the_long_tail_bounds_generation_however_many_engines():
+    """A generate call lasts at least its longest sample's decode steps."""
+    many = est("tiny-1node", "cluster.nodes=8", "placement.vllm.engines=56", "data.generate_max_len=8192")
+    longest_floor = 8192 * DEFAULT.decode_step_s
+    assert many.parts_s["generate.decode"] >= longest_floor
+    assert any(limit.startswith("long tail") for limit in many.limits)
+
+
+def test_a_short_label_says_what_limits_the_step():
+    assert est("tiny-1node").limited_by == "train"
+    tail = est(
+        "tiny-1node",
+        "data.generate_max_len=8192",
+        "cluster.nodes=3",
+        "placement.vllm.engines=1",
+        "placement.actor.gpus_per_node=8",
+        "placement.critic.gpus_per_node=8",
+    )
+    assert tail.limited_by.startswith("generate (")
+    assert tail.as_json()["limited_by"] == tail.limited_by

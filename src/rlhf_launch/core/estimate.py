@@ -71,10 +71,15 @@ class Constants:
     """The model's few free figures. `origin`: "derived" (first principles and typical
     published efficiencies) or "fitted on N published runs"."""
 
-    decode_efficiency: float = 0.55  # share of HBM bandwidth vLLM decode reaches (weights + KV reads)
+    # Fitted (core/calibrate.py FITTED) on the published runs of tests/data/estimate marked
+    # split: fit; tests/core/test_estimate_field.py refits them and scores the held-out runs.
+    decode_efficiency: float = 0.90  # share of HBM bandwidth vLLM decode reaches (weights + KV reads)
+    decode_step_s: float = 0.00266  # fixed seconds per decode step (scheduling, sampling, launches): the tail's floor
+    forward_mfu: float = 0.60  # no-grad forward of the DeepSpeed models (make_experience)
+    train_mfu: float = 0.365  # training MFU (DeepSpeed ZeRO-2/3)
+    no_vllm_slowdown: float = 5.3  # HF generate in the actor (no engines) vs. vLLM at the same bandwidth
+    # Derived: typical figures, not fitted (the published runs do not tell them apart).
     prefill_mfu: float = 0.45  # prefill (and the decode FLOP floor) MFU
-    forward_mfu: float = 0.30  # no-grad forward of the DeepSpeed models (make_experience)
-    train_mfu: float = 0.35  # training MFU, ZeRO-2/3 at 2k-4k token micro batches
     response_fill: float = 0.5  # mean generated length / generate_max_len
     prompt_fill: float = 0.5  # mean prompt length / prompt_max_len
     max_num_seqs: int = 256  # vLLM's default sequences per engine at once (EngineArgs.max_num_seqs)
@@ -83,10 +88,10 @@ class Constants:
     cpu_adam_params_per_s: float = 1.0e9  # DeepSpeedCPUAdam per rank, parameters per second
     tensor_overhead_s: float = 1.5e-3  # per weight tensor of the sync (gather + broadcast + load)
     wake_sleep_s: float = 4.0  # vLLM wake_up + sleep, fixed part
-    no_vllm_slowdown: float = 4.0  # HF generate in the actor (no engines) vs. vLLM
-    band_low: float = 0.65  # low end of the band, x the estimate
-    band_high: float = 1.5  # high end of the band, x the estimate
-    origin: str = "derived"
+    # The band: about the worst error on the published runs, fit and held-out (README).
+    band_low: float = 0.6  # low end of the band, x the estimate
+    band_high: float = 1.4  # high end of the band, x the estimate
+    origin: str = "fitted on 5 published runs"
 
 
 DEFAULT = Constants()
@@ -125,6 +130,17 @@ class StepEstimate:
     def bottleneck(self) -> str:
         return max(self.phases_s, key=lambda k: self.phases_s[k])
 
+    @property
+    def limited_by(self) -> str:
+        """A short label of what bounds the step, for a table of layouts: the slowest phase
+        and, where the model saw one, why (the KV cache, the long tail, ZeRO traffic)."""
+        why = {"generate": ("KV cache", "long tail", "this release"), "train": ("train critic:", "train actor:")}.get(self.bottleneck, ())
+        for limit in self.limits:
+            if limit.startswith(why):
+                reason = "ZeRO traffic" if limit.startswith("train ") else limit.split(":")[0].split(" sends")[0]
+                return f"{self.bottleneck} ({reason})"
+        return self.bottleneck
+
     def as_json(self) -> dict[str, Any]:
         def r(x: float | None, n: int = 2) -> float | None:
             return None if x is None else round(x, n)
@@ -140,6 +156,7 @@ class StepEstimate:
             "gpus": self.gpus,
             "gpu": self.gpu,
             "overlapped": self.overlapped,
+            "limited_by": self.limited_by,
             "limits": self.limits,
             "assumptions": self.assumptions,
         }
@@ -191,9 +208,13 @@ def _lengths(cfg: LaunchConfig, settings: Settings | None, c: Constants) -> _Len
     return _Lengths(d.prompt_max_len * c.prompt_fill, longest * c.response_fill, longest, rollout * n)
 
 
-def _link(gpu: GpuType, spans_nodes: bool, c: Constants) -> float:
-    """Bytes/s one GPU moves to its peers: NVLink (one direction) in a node, the NIC across."""
-    gbps = gpu.internode_gbps if spans_nodes else gpu.nvlink_gbps / 2
+def _link(gpu: GpuType, spans_nodes: bool, c: Constants, per_node: int = 1) -> float:
+    """Bytes/s of a collective's bus: NVLink (one direction) in a node; across nodes NCCL runs
+    one ring per NIC, so a group of `per_node` GPUs on each node gets their NICs together
+    (nccl-tests' bus bandwidth), never more than NVLink."""
+    gbps = gpu.nvlink_gbps / 2
+    if spans_nodes:
+        gbps = min(gbps, gpu.internode_gbps * per_node)
     return gbps * 1e9 * c.link_efficiency
 
 
@@ -242,7 +263,7 @@ def _generate(
     bandwidth = gpu.hbm_gbps * 1e9 * tp * c.decode_efficiency
     reads = steps * weights / bandwidth + tokens * in_flight * kvb / bandwidth
     flops = 2.0 * shape.params * tokens / (tp * gpu.bf16_tflops * 1e12 * c.prefill_mfu)
-    decode = max(reads, flops)
+    decode = max(reads, flops) + steps * c.decode_step_s
     allreduce = 0.0
     if tp > 1:
         mean_batch = tokens / steps
@@ -261,9 +282,11 @@ def _generate(
     return sum(parts.values()), parts, limits
 
 
-def _zero3_gather(params: float, gpus_: int, spans: bool, gpu: GpuType, c: Constants) -> float:
+def _zero3_gather(params: float, plan: Plan, role: str, gpu: GpuType, c: Constants) -> float:
     """Seconds to all-gather a ZeRO-3 model's bf16 weights once on each of its ranks."""
-    return 2.0 * params * (gpus_ - 1) / gpus_ / _link(gpu, spans, c) if gpus_ > 1 else 0.0
+    r = plan.role(role)
+    n = r.gpus
+    return 2.0 * params * (n - 1) / n / _link(gpu, _spans(plan, role), c, r.gpus_per_node) if n > 1 else 0.0
 
 
 def _spans(plan: Plan, role: str) -> bool:
@@ -288,7 +311,7 @@ def _forwards(
         gathers = 0.0
         if zero3:
             micro_batches = math.ceil(lengths.sequences / (r.gpus * micro))
-            gathers = micro_batches * _zero3_gather(p, r.gpus, _spans(plan, role), gpu, c)
+            gathers = micro_batches * _zero3_gather(p, plan, role, gpu, c)
         per_role[role] = max(compute, gathers)
     by_group: dict[str, float] = {}
     for role, seconds in per_role.items():
@@ -322,9 +345,9 @@ def _train(
         comm = 0.0
         if ds.zero_stage == 3:
             micro_batches = math.ceil(lengths.sequences * t.max_epochs / (n * t.micro_train_batch_size))
-            comm = micro_batches * 3 * _zero3_gather(p, n, _spans(plan, role), gpu, c)
+            comm = micro_batches * 3 * _zero3_gather(p, plan, role, gpu, c)
         elif n > 1:  # ZeRO-0/1/2: gradients reduced once per optimizer step
-            comm = optimizer_steps * 2 * 2.0 * p * (n - 1) / n / _link(gpu, _spans(plan, role), c)
+            comm = optimizer_steps * 2 * 2.0 * p * (n - 1) / n / _link(gpu, _spans(plan, role), c, r.gpus_per_node)
         if comm > compute:
             where = "the inter-node link" if _spans(plan, role) else "NVLink"
             limits.append(f"train {role}: ZeRO weight traffic over {where} exceeds its compute")
@@ -351,7 +374,7 @@ def _weight_sync(cfg: LaunchConfig, plan: Plan, gpu: GpuType, shape: Shape, c: C
         move = weights / plan.vllm_tp / (gpu.hbm_gbps * 1e9 * 0.5)
     else:
         move = weights / _link(gpu, plan.cluster_nodes > 1, c)
-    gather = _zero3_gather(shape.params, plan.role("actor").gpus, _spans(plan, "actor"), gpu, c) if cfg.deepspeed.zero_stage == 3 else 0.0
+    gather = _zero3_gather(shape.params, plan, "actor", gpu, c) if cfg.deepspeed.zero_stage == 3 else 0.0
     parts = {"weight_sync.transfer": move, "weight_sync.gather": gather, "weight_sync.per_tensor": tensors * c.tensor_overhead_s}
     return sum(parts.values()), parts
 
@@ -396,10 +419,10 @@ def estimate_step(
     assumptions = [
         f"GPU {gpu.name}: {gpu.bf16_tflops:g} TFLOP/s bf16, {gpu.hbm_gbps:g} GB/s HBM, {gpu.internode_gbps:g} GB/s per GPU "
         f"between nodes (typical)" + (" (assumed: set cluster.gpu)" if assumed else ""),
-        f"decode at {c.decode_efficiency:.0%} of HBM bandwidth, prefill at {c.prefill_mfu:.0%} MFU ({origin})",
-        f"training MFU {c.train_mfu:.0%}, forward MFU {c.forward_mfu:.0%} ({origin})",
+        f"decode at {c.decode_efficiency:.0%} of HBM bandwidth + {c.decode_step_s * 1e3:.1f} ms a step, "
+        f"training MFU {c.train_mfu:.0%}, forward MFU {c.forward_mfu:.0%} ({origin}); prefill at {c.prefill_mfu:.0%} MFU (derived)",
         f"prompts average {c.prompt_fill:.0%} of prompt_max_len, responses {c.response_fill:.0%} of generate_max_len; "
-        f"the longest reaches {lengths.longest:.0f} tokens ({origin})",
+        f"the longest reaches {lengths.longest:.0f} tokens (derived)",
         f"vLLM runs up to {c.max_num_seqs} sequences at once per engine (its max_num_seqs default)",
         "excludes start-up, checkpoint saves and evaluation",
         *notes,
