@@ -16,7 +16,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "fit": [
         ("rlhf-launch fit llama70b-4node", "the fastest layouts of a preset on its own 4 x 8 GPUs"),
         ("rlhf-launch fit llama70b-4node --nodes 8 --gpu H100-80GB --top 10", "on 8 nodes of H100s, the ten best"),
-        ("rlhf-launch fit configs/qwen2.5-7b-grpo.yaml --address http://head:8265 -o fitted.yaml", "on the live cluster; write the best"),
+        ("rlhf-launch fit qwen2.5-7b-grpo --address http://head:8265 -o fit.yaml", "on the live cluster; write the best"),
     ],
     "submit": [
         ("rlhf-launch submit tiny-1node --dry-run", "what would be submitted, without contacting a cluster"),
