@@ -41,7 +41,7 @@ class Verb(NamedTuple):
 # In the order `--help` lists them.
 VERBS: list[Verb] = [
     Verb("plan", "plan", "Validate a config; show the layout, findings and command."),
-    Verb("fit", "fit", "Rank the layouts the launcher accepts on a cluster by step time."),
+    Verb("fit", "fit", "Rank the layouts a cluster accepts by estimated step time."),
     Verb("submit", "submit", "Check a config, the cluster and every node; submit the run."),
     Verb("resume", "resume", "Resubmit a run from its latest checkpoint."),
     Verb("logs", "logs", "Print (or follow) the logs of a run's current attempt."),
