@@ -76,8 +76,9 @@ class Layout:
 
     def describe(self) -> str:
         """E.g. 'actor 8 + critic 8 + ref 4 + reward 4 + vLLM 2x4' or 'all on 16, vLLM 2x8'."""
+        offload = " (Adam offload)" if self.adam_offload else ""
         if "all" in self.colocate:
-            return f"all on {self.actor.gpus}, vLLM {self.engines}x{self.tp}"
+            return f"all on {self.actor.gpus}, vLLM {self.engines}x{self.tp}{offload}"
         parts = [f"actor{'+ref' if 'actor_ref' in self.colocate and self.ref else ''} {self.actor.gpus}"]
         if self.critic is not None:
             parts.append(f"critic{'+reward' if 'critic_reward' in self.colocate and self.reward else ''} {self.critic.gpus}")
@@ -86,7 +87,7 @@ class Layout:
         if self.reward is not None and "critic_reward" not in self.colocate:
             parts.append(f"reward {self.reward.gpus}")
         parts.append(f"vLLM {self.engines}x{self.tp}")
-        return " + ".join(parts) + (" (Adam offload)" if self.adam_offload else "")
+        return " + ".join(parts) + offload
 
 
 def sizes(nodes: int, gpus_per_node: int, at_least: int = 1) -> list[Size]:
