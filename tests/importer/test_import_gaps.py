@@ -181,6 +181,19 @@ def test_no_default_warning_when_the_script_sets_the_flags_or_names_its_release(
     assert (value(rendered(given), "--micro_train_batch_size"), value(rendered(given), "--micro_rollout_batch_size")) == ("4", "8")
 
 
+def test_a_default_the_trainer_start_up_overrides_is_not_named():
+    """0.8.0 .. 0.8.9.post1 leave flash attention off unless --flash_attn, later releases default to it;
+    packing switches it on at start-up (core/settings.py), so only a script without packing is told."""
+    plain = "--pretrain m --prompt_data d --vllm_num_engines 2"
+    im = import_script(f"python3 -m {M} {plain}\n", name="t")
+    assert im.accepted_by[0] == "0.8.0" and im.source != "0.8.0"
+    drift = [f for f in im.findings if "defaults differ" in f.message]
+    assert len(drift) == 1 and re.search(r"--flash_attn True where 0\.8\.0 \.\. 0\.8\.\S+ default to False", drift[0].message)
+    packed = import_script(f"python3 -m {M} {plain} --packing_samples\n", name="t")
+    assert packed.accepted_by[0] == "0.8.0"
+    assert not [f for f in packed.findings if "--flash_attn" in f.message]
+
+
 # -- a function that runs the trainer, called more than once (issue 32)
 
 TWICE = Path(__file__).parents[1] / "data" / "scripts" / "ours-function-called-twice.sh"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import math
 import re
 import typing
@@ -35,6 +36,7 @@ from pydantic import ValidationError
 from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, errors, warning
 from rlhf_launch.core.secrets import REDACTED, SECRET_ENV
+from rlhf_launch.core.settings import Settings, resolve
 from rlhf_launch.errors import UserError
 from rlhf_launch.importer.argv import detect, parse, unknown_findings, unread_hint, written_flags
 from rlhf_launch.importer.bash import TrainerCall
@@ -174,6 +176,17 @@ def import_call(
     )
 
 
+# Flag -> the field of core/settings.Settings it sets (compared after OpenRLHF's start-up corrections).
+_SETTING_NAMES = {"flash_attn": "attention", "attn_implementation": "attention", "bf16": "param_dtype"}
+_SETTING_FIELDS = {f.name for f in dataclasses.fields(Settings)}
+_SETTING_OF = {
+    flag: _SETTING_NAMES.get(name, name)
+    for name, spellings in dialect.TRAINER.items()
+    if _SETTING_NAMES.get(name, name) in _SETTING_FIELDS
+    for flag in spellings
+}
+
+
 def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...], argv: list[str], written: list[str]) -> list[Finding]:
     """A warning naming the flags the script leaves unset that the config pins to the detected
     release's default where another release that accepts the script defaults otherwise (0.9.x's
@@ -189,11 +202,17 @@ def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...]
         script_ns = parse(flags, argv)[0] if config_ns is not None else None
         if config_ns is None or script_ns is None:
             continue
+        corrected: tuple[Settings, Settings] | None = None
         for name in dialect.managed_flags(flags):
             dest = flags.flags[name].dest
             got, default = getattr(config_ns, dest), getattr(script_ns, dest)
             if name in written or got == default:
                 continue
+            setting = _SETTING_OF.get(name)
+            if setting is not None and rendered is not None:
+                corrected = corrected or (resolve(cfg, flags, rendered)[0], resolve(cfg, flags, argv)[0])
+                if getattr(corrected[0], setting) == getattr(corrected[1], setting):
+                    continue  # the trainer's start-up makes them equal (e.g. packing switches flash attention on)
             groups = drift.setdefault((name, repr(got)), [])
             held = next((versions for value, versions in groups if value == default), None)
             if held is None:
