@@ -28,6 +28,7 @@ def command(
         None,
         "--call",
         min=1,
+        metavar="N",
         help="which trainer call to import when the script runs it more than once (1 = the first it runs)",
         show_default=False,
     ),

@@ -202,7 +202,7 @@ def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...]
         script_ns = parse(flags, argv)[0] if config_ns is not None else None
         if config_ns is None or script_ns is None:
             continue
-        corrected: tuple[Settings, Settings] | None = None
+        corrected: list[tuple[Settings, Settings] | None] = []  # computed once, when first needed
         for name in dialect.managed_flags(flags):
             dest = flags.flags[name].dest
             got, default = getattr(config_ns, dest), getattr(script_ns, dest)
@@ -210,8 +210,9 @@ def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...]
                 continue
             setting = _SETTING_OF.get(name)
             if setting is not None and rendered is not None:
-                corrected = corrected or (resolve(cfg, flags, rendered)[0], resolve(cfg, flags, argv)[0])
-                if getattr(corrected[0], setting) == getattr(corrected[1], setting):
+                corrected = corrected or [_corrected(cfg, flags, rendered, argv)]
+                both = corrected[0]
+                if both is not None and getattr(both[0], setting) == getattr(both[1], setting):
                     continue  # the trainer's start-up makes them equal (e.g. packing switches flash attention on)
             groups = drift.setdefault((name, repr(got)), [])
             held = next((versions for value, versions in groups if value == default), None)
@@ -233,6 +234,14 @@ def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...]
             "if another release runs the script, import with --openrlhf-version naming it, to keep that release's defaults",
         )
     ]
+
+
+def _corrected(cfg: LaunchConfig, flags: FlagSet, rendered: list[str], argv: list[str]) -> tuple[Settings, Settings] | None:
+    """The trainer's settings after the release's start-up corrections: for the config's argv, for the script's."""
+    try:
+        return resolve(cfg, flags, rendered)[0], resolve(cfg, flags, argv)[0]
+    except (UserError, TypeError, ValueError):
+        return None
 
 
 def _optional_keys(draft: Draft, source: FlagSet, namespace: argparse.Namespace) -> None:
