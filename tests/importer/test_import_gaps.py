@@ -1,12 +1,16 @@
 """What import keeps that a config once could not say: the load flag, flags the script leaves at
 the release's default (max_new_tokens, vLLM engines) and a remote reward's 0-GPU placement;
-and what `submit` then does with checkpoint.load (runs/submit.refuse_existing)."""
+and what `submit` then does with checkpoint.load (runs/submit.refuse_existing). Also: defaults
+that changed between the releases that accept a script (read with the target release when it is
+one of them), and a trainer command in a function the script calls more than once (`--call N`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.launch import prepare
@@ -15,6 +19,8 @@ from rlhf_launch.importer import import_script
 from rlhf_launch.openrlhf.flagset import load
 from rlhf_launch.runs import checkpoints
 from rlhf_launch.runs.submit import refuse_existing
+
+from conftest import run_cli
 
 M = "openrlhf.cli.train_ppo_ray"
 
@@ -125,3 +131,88 @@ def test_submit_with_checkpoint_load_refuses_a_broken_checkpoint(tmp_path: Path)
     state = _checkpoint(tmp_path, latest=False)
     with pytest.raises(UserError, match="broken checkpoint"):
         refuse_existing(state, None, str(tmp_path), loads=True, move_aside=False)
+
+
+# -- defaults that changed between the releases that accept a script (issue 32)
+
+FIELD = Path(__file__).parents[1] / "data" / "scripts" / "field"
+# OpenRLHF's own 0.9.8 examples under --use_dynamic_batch that leave the micro batch sizes unset: 0.9.x's
+# defaults are 4 (train) and 8 (rollout); from 0.10.0 they are 1. Every release 0.9.2 .. 0.10.1.post2 reads both.
+DYNAMIC_0_9_8 = ["openrlhf-v0.9.8-train_ppo_ray_hybrid_engine.sh", "openrlhf-v0.9.8-train_prorlv2_math_hybrid_engine.sh"]
+
+
+@pytest.mark.parametrize("name", DYNAMIC_0_9_8)
+def test_a_0_9_8_example_imported_for_0_9_8_keeps_its_release_micro_batch_sizes(name: str):
+    text = (FIELD / name).read_text()
+    im = import_script(text, name="t", target_version="0.9.8")
+    assert (im.source, im.target) == ("0.9.8", "0.9.8")  # the release that runs it reads it, with its defaults
+    assert (im.data["train"]["micro_train_batch_size"], im.data["train"]["micro_rollout_batch_size"]) == (4, 8)
+    argv = rendered(im)
+    assert (value(argv, "--micro_train_batch_size"), value(argv, "--micro_rollout_batch_size")) == ("4", "8")
+    assert "--use_dynamic_batch" in argv
+    fs = load("0.9.8")
+    script, plan = fs.parse(im.call.argv), fs.parse(argv)
+    for dest in ("micro_train_batch_size", "micro_rollout_batch_size", "train_batch_size", "rollout_batch_size"):
+        assert getattr(plan, dest) == getattr(script, dest), dest
+    assert "the release the config is written for" in im.yaml(name)
+    assert not [f for f in im.findings if "defaults differ" in f.message]
+
+
+@pytest.mark.parametrize("name", DYNAMIC_0_9_8)
+def test_a_detected_release_names_the_defaults_that_differ_among_the_releases_that_accept_the_script(name: str):
+    im = import_script((FIELD / name).read_text(), name="t")
+    assert im.source == "0.10.1.post2"
+    drift = [f for f in im.findings if f.key == "openrlhf.version" and "defaults differ" in f.message]
+    assert len(drift) == 1 and drift[0].level == "warning", im.findings
+    assert re.search(
+        r"the config keeps openrlhf 0\.10\.1\.post2's: --micro_train_batch_size 1 where 0\.9\.\d+ \.\. 0\.9\.10 default to 4;",
+        drift[0].message,
+    )
+    assert re.search(r"--micro_rollout_batch_size 1 where 0\.9\.\d+ \.\. 0\.9\.10 default to 8$", drift[0].message)
+    assert "--openrlhf-version" in drift[0].hint
+
+
+def test_no_default_warning_when_the_script_sets_the_flags_or_names_its_release():
+    flags = "--pretrain m --prompt_data d --use_dynamic_batch --train_max_tokens_per_gpu 8192 --vllm_num_engines 2"
+    sized = import_script(f"python3 -m {M} {flags} --micro_train_batch_size 2 --micro_rollout_batch_size 2\n", name="t")
+    assert not [f for f in sized.findings if "micro" in f.message]
+    given = imported(flags, "0.9.8")
+    assert not [f for f in given.findings if "defaults differ" in f.message]
+    assert (value(rendered(given), "--micro_train_batch_size"), value(rendered(given), "--micro_rollout_batch_size")) == ("4", "8")
+
+
+def test_a_default_the_trainer_start_up_overrides_is_not_named():
+    """0.8.0 .. 0.8.9.post1 leave flash attention off unless --flash_attn, later releases default to it;
+    packing switches it on at start-up (core/settings.py), so only a script without packing is told."""
+    plain = "--pretrain m --prompt_data d --vllm_num_engines 2"
+    im = import_script(f"python3 -m {M} {plain}\n", name="t")
+    assert im.accepted_by[0] == "0.8.0" and im.source != "0.8.0"
+    drift = [f for f in im.findings if "defaults differ" in f.message]
+    assert len(drift) == 1 and re.search(r"--flash_attn True where 0\.8\.0 \.\. 0\.8\.\S+ default to False", drift[0].message)
+    packed = import_script(f"python3 -m {M} {plain} --packing_samples\n", name="t")
+    assert packed.accepted_by[0] == "0.8.0"
+    assert not [f for f in packed.findings if "--flash_attn" in f.message]
+
+
+# -- a function that runs the trainer, called more than once (issue 32)
+
+TWICE = Path(__file__).parents[1] / "data" / "scripts" / "ours-function-called-twice.sh"
+
+
+def test_cli_imports_the_first_call_of_a_function_called_twice_and_call_2_the_second(tmp_path: Path):
+    first = run_cli("import", str(TWICE), "-o", str(tmp_path / "a.yaml"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "called at lines 44 and 45; imported call 1 (line 44); --call 2 imports the other" in first.stdout
+    assert "line 11 and line 11" not in first.stdout + first.stderr
+    second = run_cli("import", str(TWICE), "--call", "2", "-o", str(tmp_path / "b.yaml"))
+    assert second.returncode == 0, second.stdout + second.stderr
+    a = LaunchConfig.model_validate(yaml.safe_load((tmp_path / "a.yaml").read_text()))
+    b = LaunchConfig.model_validate(yaml.safe_load((tmp_path / "b.yaml").read_text()))
+    for cfg, model, nodes, engines in ((a, "Qwen/Qwen2.5-7B-Instruct", "1", "4"), (b, "Qwen/Qwen2.5-32B-Instruct", "2", "8")):
+        argv = prepare(cfg, environ={}).argv
+        assert (value(argv, "--pretrain"), value(argv, "--actor_num_nodes"), value(argv, "--vllm_num_engines")) == (model, nodes, engines)
+    assert b.checkpoint.save_path == "/ckpt/Qwen2.5-32B-Instruct"
+    out_of_range = run_cli("import", str(TWICE), "--call", "3")
+    assert out_of_range.returncode == 2
+    assert "--call 3: the script runs the trainer twice (lines 44 and 45); pick 1..2" in out_of_range.stderr
+    assert "Traceback" not in out_of_range.stderr

@@ -68,6 +68,7 @@ class Case:
     origin: str  # "openrlhf" or owner/name
     heldout: bool
     variables: tuple[tuple[str, str], ...] = ()  # what the script's caller sets (the manifest's `vars`, given as --var)
+    as_target: bool = False  # import with --openrlhf-version RELEASE (the release that runs it) instead of --script-version
 
     @property
     def half(self) -> str:
@@ -136,7 +137,7 @@ def _import_and_plan(case: Case, tmp: Path, runner: CliRunner) -> _Pending:
     config = tmp / (case.id.replace("/", "_") + ".yaml")
     args = ["import", str(path), "-o", str(config), "--force"]
     if case.release:
-        args += ["--script-version", case.release]
+        args += ["--openrlhf-version" if case.as_target else "--script-version", case.release]
     for name, value in case.variables:
         args += ["--var", f"{name}={value}"]
     done = runner.invoke(app, args, env={"WANDB_API_KEY": None})
@@ -281,6 +282,32 @@ def test_script_round_trips(case: Case) -> None:
 @pytest.mark.parametrize("case", MORE, ids=[c.id for c in MORE])
 def test_every_copy_round_trips(case: Case) -> None:
     _check(case, slow=True)
+
+
+# Imported for the release that runs them (--openrlhf-version, the release detected otherwise being newer):
+# 0.9.8's examples under --use_dynamic_batch keep the micro batch sizes at 0.9.x's defaults (4, 8; 1 from
+# 0.10.0). Before the fix both rendered 1 and 1.
+AS_TARGET = [
+    Case(f"{c.id}@{c.release} as target", c.file, c.release, c.origin, c.heldout, c.variables, as_target=True)
+    for c in FIRST
+    if c.id
+    in (
+        "openrlhf-v0.9.8-train_ppo_ray_hybrid_engine.sh",
+        "openrlhf-v0.9.8-train_prorlv2_math_hybrid_engine.sh",
+    )
+]
+
+
+@cache
+def _as_target() -> dict[str, Outcome]:
+    return {o.case.id: o for o in run_cases(AS_TARGET)}
+
+
+@pytest.mark.parametrize("case", AS_TARGET, ids=[c.id for c in AS_TARGET])
+def test_imported_for_the_release_that_runs_it(case: Case) -> None:
+    outcome = _as_target()[case.id]
+    assert outcome.release == case.release
+    assert outcome.ok, f"{case.id}: {outcome.reason}\n  " + "\n  ".join(outcome.detail)
 
 
 def test_manifest_lists_every_stored_script_once() -> None:

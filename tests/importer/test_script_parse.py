@@ -258,6 +258,17 @@ EXPECTED = {
             r"the `case` is decided by values the script does not set itself \(variable \$MODE",
         ],
     ),
+    "ours-function-called-twice.sh": dict(
+        launcher="ray job submit",
+        line=11,
+        ray_address="http://127.0.0.1:8265",
+        runtime_env={"working_dir": "/openrlhf"},
+        flags={"--pretrain": "Qwen/Qwen2.5-7B-Instruct", "--actor_num_nodes": "1", "--vllm_num_engines": "4"},
+        last="--deepspeed_enable_sleep",
+        warnings=[
+            r"^the trainer command at line 11 runs twice, called at lines 44 and 45; imported call 1 \(line 44\); --call 2 imports the other$",
+        ],
+    ),
     "ours-import-flat-0.9.sh": dict(
         launcher="ray job submit",
         line=12,
@@ -725,10 +736,47 @@ def test_no_trainer_call():
 
 
 def test_two_trainer_calls():
-    with pytest.raises(ScriptError, match=r"two trainer calls: line 1 and line 3"):
-        parse(f"python3 -m {M} --pretrain a\n\nray job submit -- python3 -m {M} --pretrain b\n")
+    two = f"python3 -m {M} --pretrain a\n\nray job submit -- python3 -m {M} --pretrain b\n"
+    with pytest.raises(ScriptError, match=r"two trainer calls: line 1 and line 3; .* import one with --call N \(1\.\.2\)"):
+        parse(two)
     with pytest.raises(ScriptError, match=r"two trainer calls: line 2 and line 4"):
         parse(f'if [ "$X" = 1 ]; then\n  python3 -m {M} --pretrain a\nelse\n  python3 -m {M} --pretrain b\nfi\n')
+    second = parse_script(two, pick=2)
+    assert (second.argv, second.line, second.launcher) == (["--pretrain", "b"], 3, "ray job submit")
+    assert has_warning(
+        second, r"^the script runs the trainer twice, at lines 1 and 3; imported call 2 \(line 3\); --call 1 imports the other$"
+    )
+    with pytest.raises(ScriptError, match=r"--call 3: the script runs the trainer twice \(lines 1 and 3\); pick 1\.\.2"):
+        parse_script(two, pick=3)
+
+
+def test_a_function_called_twice_imports_the_first_call_and_names_both_call_sites():
+    """One trainer command in a function the script calls twice: not two calls at the body's line."""
+    text = (DATA / "ours-function-called-twice.sh").read_text()
+    first, second = parse_script(text), parse_script(text, pick=2)
+    assert first.line == second.line == 11  # the command's own line, in the function body
+    assert (flag(first, "--pretrain"), flag(first, "--actor_num_nodes"), flag(first, "--vllm_num_engines")) == (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "1",
+        "4",
+    )
+    assert (flag(second, "--pretrain"), flag(second, "--actor_num_nodes"), flag(second, "--vllm_num_engines")) == (
+        "Qwen/Qwen2.5-32B-Instruct",
+        "2",
+        "8",
+    )
+    assert has_warning(second, r"called at lines 44 and 45; imported call 2 \(line 45\); --call 1 imports the other")
+    assert has_warning(second, r"inside function train, called at line 45")
+    assert not any("line 11 and line 11" in w for w in first.warnings + second.warnings)
+    with pytest.raises(ScriptError, match=r"--call 3: the script runs the trainer twice \(lines 44 and 45\); pick 1\.\.2"):
+        parse_script(text, pick=3)
+
+
+def test_nested_function_calls_name_the_chain_of_call_sites():
+    text = f"f() {{\n  python3 -m {M} --pretrain $1\n}}\ng() {{\n  f $1\n}}\ng a\ng b\nf c\n"
+    calls = [parse_script(text, pick=n) for n in (None, 2, 3)]
+    assert [c.argv[-1] for c in calls] == ["a", "b", "c"]
+    assert has_warning(calls[1], r"runs 3 times, called at lines 7 -> 5, 8 -> 5 and 9; imported call 2 \(line 8 -> 5\); --call N \(1, 3\)")
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,14 @@ def command(
     variables: list[str] | None = typer.Option(
         None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False
     ),
+    call: int | None = typer.Option(
+        None,
+        "--call",
+        min=1,
+        metavar="N",
+        help="which trainer call to import when the script runs it more than once (1 = the first it runs)",
+        show_default=False,
+    ),
     force: bool = options.FORCE_WRITE,
 ) -> None:
     """Read a script that runs the OpenRLHF trainer and write the equivalent config."""
@@ -49,10 +57,15 @@ def command(
         environ[name] = value
     try:
         imported = import_script(
-            text, name=config_name(path.stem), environ=environ, script_version=script_version, target_version=openrlhf_version
+            text,
+            name=config_name(path.stem),
+            environ=environ,
+            script_version=script_version,
+            target_version=openrlhf_version,
+            pick=call,
         )
     except ScriptError as exc:
-        raise UserError(f"{script}: {exc}", hint="the script must run python -m openrlhf.cli.train_ppo_ray once") from None
+        raise UserError(f"{script}: {exc}", hint=_script_hint(str(exc))) from None
     body = imported.yaml(script, imported.call.line if imported.call else None)
     notes = [f"{f.level}: {f.key}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "") for f in imported.findings]
     if out is None:
@@ -67,3 +80,9 @@ def command(
         output.echo(f"wrote {target} (openrlhf {versions}); check it with: rlhf-launch plan {target}")
     if not imported.ok:
         output.exit_with(output.FAILED)
+
+
+def _script_hint(message: str) -> str:
+    if "--call" in message:
+        return "pick one of the script's trainer calls with --call N"
+    return "the script must run python -m openrlhf.cli.train_ppo_ray once"

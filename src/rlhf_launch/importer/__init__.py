@@ -23,13 +23,16 @@ def import_script(
     environ: Mapping[str, str] | None = None,
     script_version: str | None = None,
     target_version: str | None = None,
+    pick: int | None = None,
 ) -> Imported:
     """The config imported from the script `text` (its trainer call: `.call`).
 
     `environ` supplies variables the script reads but does not set; `script_version` is the
     release the script was written for (default: detected), `target_version` the release to
-    write the config for (default: the script's). Raises ScriptError when the script has no
-    (or two) trainer calls, UserError when no release can read its flags.
+    write the config for (default: the script's), `pick` which of the trainer calls to import
+    (1-based, in the order the script runs them; default: the only one, or the first run of a
+    function called more than once). Raises ScriptError when the script has no trainer call (or
+    two different ones and no `pick`), UserError when no release can read its flags.
     """
-    call = parse_script(text, environ=environ)
+    call = parse_script(text, environ=environ, pick=pick)
     return import_call(call, name=name, script_version=script_version, target_version=target_version)

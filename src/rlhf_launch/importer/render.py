@@ -44,14 +44,21 @@ def render_namespace(cfg: LaunchConfig, flags: FlagSet) -> argparse.Namespace | 
     return namespace if not unknown else None
 
 
+def argv_tokens(cfg: LaunchConfig, flags: FlagSet) -> list[str] | None:
+    """The trainer argv `plan` renders for the config, without its checks (None if it cannot)."""
+    try:
+        return flag_render.render(cfg, build_plan(cfg), flags).argv
+    except (TypeError, ValueError):
+        return None
+
+
 def argv_namespace(cfg: LaunchConfig, flags: FlagSet) -> argparse.Namespace | None:
     """The parse of the config's trainer argv alone: what `prepare` renders, without its checks
     (start-up settings, memory, the parser run), which an import needs dozens of times."""
-    try:
-        rendered = flag_render.render(cfg, build_plan(cfg), flags)
-    except (TypeError, ValueError):
+    rendered = argv_tokens(cfg, flags)
+    if rendered is None:
         return None
-    namespace, unknown, _ = parse(flags, rendered.argv)
+    namespace, unknown, _ = parse(flags, rendered)
     return namespace if not unknown else None
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import math
 import re
 import typing
@@ -35,12 +36,13 @@ from pydantic import ValidationError
 from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, errors, warning
 from rlhf_launch.core.secrets import REDACTED, SECRET_ENV
+from rlhf_launch.core.settings import Settings, resolve
 from rlhf_launch.errors import UserError
 from rlhf_launch.importer.argv import detect, parse, unknown_findings, unread_hint, written_flags
 from rlhf_launch.importer.bash import TrainerCall
 from rlhf_launch.importer.draft import Draft, drop_path, get_path, set_path
 from rlhf_launch.importer.inverse import inverse
-from rlhf_launch.importer.render import check_round_trip, check_target, minimal_data, prepared, render_namespace
+from rlhf_launch.importer.render import argv_tokens, check_round_trip, check_target, minimal_data, prepared, render_namespace
 from rlhf_launch.openrlhf import dialect, renames
 from rlhf_launch.openrlhf.flagset import FlagSet, load
 
@@ -72,6 +74,11 @@ class Imported:
     def ok(self) -> bool:
         return not errors(self.findings)
 
+    def _why_source(self) -> str:
+        if self.accepted_by and self.source != self.accepted_by[-1]:
+            return "the release the config is written for, which accepts them all"
+        return "detected: the newest release that accepts them all"
+
     def clean(self, text: str) -> str:
         """`text` with every secret found in the script replaced by a marker."""
         for secret in sorted(self.secrets, key=len, reverse=True):
@@ -84,7 +91,7 @@ class Imported:
         head = [
             f"# Imported by `rlhf-launch import` from {where}",
             f"# Flags read as openrlhf {self.source}"
-            + (f" (detected: the newest release that accepts them all; accepted by {_span(self.accepted_by)})" if self.detected else "")
+            + (f" ({self._why_source()}; accepted by {_span(self.accepted_by)})" if self.detected else "")
             + (f"; written for openrlhf {self.target}" if self.target != self.source else ""),
         ]
         if self.findings:
@@ -120,6 +127,8 @@ def import_call(
         source, accepted = load(script_version), ()
     else:
         source, accepted = detect(argv)
+        if target_version and target_version in accepted:
+            source = load(target_version)  # the release that will run the script reads it, with its own defaults
     target = load(target_version) if target_version else source
     namespace, unknown, problem = parse(source, argv)
     if namespace is None:
@@ -129,6 +138,7 @@ def import_call(
     draft.findings += unknown_findings(unknown, source)
     written, notes = written_flags(argv, source)
     draft.findings += notes
+    pinned = script_version is not None or bool(target_version and target_version in accepted)
 
     _launcher_owned(draft, source, namespace, written)
     _managed(draft, source, namespace, written)
@@ -148,6 +158,8 @@ def import_call(
             draft.data["cluster"]["address"] = address
     cfg = _validated(draft, source)
     check_round_trip(draft, cfg, source, namespace, written, extra)
+    if not pinned:
+        draft.findings += _default_drift(cfg, source, accepted, argv, written)
     if target is not source:
         check_target(draft, cfg, source, target, namespace, written)
     minimal = minimal_data(draft.data, target)
@@ -162,6 +174,74 @@ def import_call(
         secrets=tuple(s for s in draft.secrets if len(s) >= 4),
         call=call,
     )
+
+
+# Flag -> the field of core/settings.Settings it sets (compared after OpenRLHF's start-up corrections).
+_SETTING_NAMES = {"flash_attn": "attention", "attn_implementation": "attention", "bf16": "param_dtype"}
+_SETTING_FIELDS = {f.name for f in dataclasses.fields(Settings)}
+_SETTING_OF = {
+    flag: _SETTING_NAMES.get(name, name)
+    for name, spellings in dialect.TRAINER.items()
+    if _SETTING_NAMES.get(name, name) in _SETTING_FIELDS
+    for flag in spellings
+}
+
+
+def _default_drift(cfg: LaunchConfig, source: FlagSet, accepted: tuple[str, ...], argv: list[str], written: list[str]) -> list[Finding]:
+    """A warning naming the flags the script leaves unset that the config pins to the detected
+    release's default where another release that accepts the script defaults otherwise (0.9.x's
+    micro batch sizes 4 and 8, 1 from 0.10.0): which release runs the script decides their value.
+    Each such release gets the config rendered for it and compared with its own reading of the script."""
+    drift: dict[tuple[str, str], list[tuple[Any, list[str]]]] = {}  # (flag, rendered) -> (default, releases)
+    for version in accepted:
+        if version == source.version:
+            continue
+        flags = load(version)
+        rendered = argv_tokens(cfg, flags)
+        config_ns = parse(flags, rendered)[0] if rendered is not None else None
+        script_ns = parse(flags, argv)[0] if config_ns is not None else None
+        if config_ns is None or script_ns is None:
+            continue
+        corrected: list[tuple[Settings, Settings] | None] = []  # computed once, when first needed
+        for name in dialect.managed_flags(flags):
+            dest = flags.flags[name].dest
+            got, default = getattr(config_ns, dest), getattr(script_ns, dest)
+            if name in written or got == default:
+                continue
+            setting = _SETTING_OF.get(name)
+            if setting is not None and rendered is not None:
+                corrected = corrected or [_corrected(cfg, flags, rendered, argv)]
+                both = corrected[0]
+                if both is not None and getattr(both[0], setting) == getattr(both[1], setting):
+                    continue  # the trainer's start-up makes them equal (e.g. packing switches flash attention on)
+            groups = drift.setdefault((name, repr(got)), [])
+            held = next((versions for value, versions in groups if value == default), None)
+            if held is None:
+                groups.append((default, [version]))
+            else:
+                held.append(version)
+    if not drift:
+        return []
+    shown = "; ".join(
+        f"--{name} {got} where " + ", ".join(f"{_span(tuple(versions))} default to {value!r}" for value, versions in groups)
+        for (name, got), groups in drift.items()
+    )
+    return [
+        warning(
+            "openrlhf.version",
+            f"the script leaves flags unset whose defaults differ among the releases that accept it; the config keeps "
+            f"openrlhf {source.version}'s: {shown}",
+            "if another release runs the script, import with --openrlhf-version naming it, to keep that release's defaults",
+        )
+    ]
+
+
+def _corrected(cfg: LaunchConfig, flags: FlagSet, rendered: list[str], argv: list[str]) -> tuple[Settings, Settings] | None:
+    """The trainer's settings after the release's start-up corrections: for the config's argv, for the script's."""
+    try:
+        return resolve(cfg, flags, rendered)[0], resolve(cfg, flags, argv)[0]
+    except (UserError, TypeError, ValueError):
+        return None
 
 
 def _optional_keys(draft: Draft, source: FlagSet, namespace: argparse.Namespace) -> None:

@@ -33,17 +33,19 @@ class TrainerCall:
     warnings: list[str]
 
 
-def parse_script(text: str, environ: Mapping[str, str] | None = None) -> TrainerCall:
+def parse_script(text: str, environ: Mapping[str, str] | None = None, pick: int | None = None) -> TrainerCall:
     """The one trainer call in `text`. `environ` supplies variables the script does not set.
 
     Only `environ` is consulted, never this process's environment, so the result depends on
-    the text and the mapping alone.
+    the text and the mapping alone. A script that runs the trainer more than once: `pick` (1-based,
+    in the order the script runs them) chooses one; without it, the first when one command runs
+    each time (a function called more than once), else a ScriptError naming them.
     """
     warnings: list[str] = []
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
         warnings.append("the script has CRLF line endings; read as LF")
-    script = Script(text, dict(environ or {}), line_offset=0)
+    script = Script(text, dict(environ or {}), line_offset=0, pick=pick)
     call = script.run()
     return _with_warnings(call, warnings + call.warnings)
 
@@ -86,8 +88,10 @@ class Command:
 
 
 class Script:
-    def __init__(self, text: str, environ: dict[str, str], line_offset: int) -> None:
+    def __init__(self, text: str, environ: dict[str, str], line_offset: int, pick: int | None = None) -> None:
         self.text = text
+        self.pick = pick
+        self.trainer_calls: list[tuple[TrainerCall, tuple[int, ...]]] = []  # each run of the trainer, with its call sites
         self.environ = environ
         self.offset = line_offset
         self.vars: dict[str, Var] = {}
@@ -183,7 +187,38 @@ class Script:
                 self._uncalled = None
         if self.found is None:
             raise ScriptError(self._not_found_message())
-        return self.found
+        return self._chosen()
+
+    def _record(self, call: TrainerCall) -> TrainerCall:
+        """Keep one run of the trainer (the first is `found`), with the lines of the function calls that ran it."""
+        self.trainer_calls.append((call, tuple(line + self.offset for _, line in self.calls)))
+        if self.found is None:
+            self.found = call
+        return call
+
+    def _chosen(self) -> TrainerCall:
+        """The trainer call to import: `pick`, or the only one, or the first run of one command."""
+        calls = self.trainer_calls
+        n = len(calls)
+        where = _lines([_site(call, sites) for call, sites in calls])
+        if self.pick is not None and not 1 <= self.pick <= n:
+            raise ScriptError(f"--call {self.pick}: the script runs the trainer {_times(n)} ({where}); pick 1..{n}")
+        if n == 1:
+            return calls[0][0]
+        same = len({call.line for call, _ in calls}) == 1
+        if self.pick is None and not same:
+            lines = _listing([f"line {call.line}" for call, _ in calls])
+            raise ScriptError(f"{_count(n)} trainer calls: {lines}; keep one (or split the script), or import one with --call N (1..{n})")
+        index = 0 if self.pick is None else self.pick - 1
+        call, sites = calls[index]
+        if same:  # one command run by a function called more than once: name the calls, not the body
+            note = f"the trainer command at line {call.line} runs {_times(n)}, called at {where}"
+        else:
+            note = f"the script runs the trainer {_times(n)}, at {where}"
+        rest = [str(i + 1) for i in range(n) if i != index]
+        other = f"--call {rest[0]} imports the other" if n == 2 else f"--call N ({', '.join(rest)}) imports another"
+        note += f"; imported call {index + 1} (line {_site(call, sites)}); {other}"
+        return _with_warnings(call, [note] + call.warnings)
 
     def _not_found_message(self) -> str:
         n = self.text.count("\n") + 1
@@ -600,12 +635,8 @@ class Script:
             if inner is None and mentions:
                 self.mentions.append(cmd.line)
             return
-        if self.found is not None:
-            raise ScriptError(
-                f"two trainer calls: line {self.found.line} and line {cmd.line + self.offset}; keep one (or split the script)"
-            )
         env_prefix = [a.raw for a in assigns]
-        self.found = self._build(argv, at, cmd, env_prefix, spans, end_index)
+        self._record(self._build(argv, at, cmd, env_prefix, spans, end_index))
 
     def _embedded(self, argv: list[str], cmd: Command, spans: list[tuple[int, int, list[str]]]) -> TrainerCall | None:
         """A trainer call inside `bash -c '...'` (e.g. under srun), or a one-string Ray entrypoint."""
@@ -634,23 +665,20 @@ class Script:
                     "Ray quotes each entrypoint argument, so an entrypoint passed as one quoted "
                     "string fails on the cluster with 'not found'"
                 )
-            if self.found is not None:
-                raise ScriptError(
-                    f"two trainer calls: line {self.found.line} and line {cmd.line + self.offset}; keep one (or split the script)"
+            return self._record(
+                _with_warnings(
+                    TrainerCall(
+                        argv=call.argv,
+                        launcher=call.launcher,
+                        ray_address=call.ray_address,
+                        runtime_env=call.runtime_env,
+                        line=cmd.line + self.offset,
+                        variables={**self._variables(), **call.variables},
+                        warnings=[],
+                    ),
+                    note + _warnings_from(spans, k, k + 1) + call.warnings,
                 )
-            self.found = _with_warnings(
-                TrainerCall(
-                    argv=call.argv,
-                    launcher=call.launcher,
-                    ray_address=call.ray_address,
-                    runtime_env=call.runtime_env,
-                    line=cmd.line + self.offset,
-                    variables={**self._variables(), **call.variables},
-                    warnings=[],
-                ),
-                note + _warnings_from(spans, k, k + 1) + call.warnings,
             )
-            return self.found
         return None
 
     def _variables(self) -> dict[str, str]:
@@ -745,6 +773,27 @@ class Script:
             words.append(toks[k].value)
             k += 1
         return line, " ".join(words)
+
+
+def _site(call: TrainerCall, sites: tuple[int, ...]) -> str:
+    """Where one run of the trainer came from: the line of the function call(s) that ran it, else of the command."""
+    return " -> ".join(str(n) for n in sites) if sites else str(call.line)
+
+
+def _lines(numbers: list[str]) -> str:
+    return ("line " if len(numbers) == 1 else "lines ") + _listing(numbers)
+
+
+def _listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three"}.get(n, str(n))
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def _assignment(word: Word) -> tuple[str, str | None, bool, list[Part], str] | None:
