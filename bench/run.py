@@ -278,10 +278,15 @@ class _Cluster:
 
 def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
     env = cluster.env(work / "state")
-    ckpt = work / "ckpt-submit"
-    overrides = _standin(ckpt, STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
-    plan = run_json([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], env)
-    ours = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
+    plan = run_json([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *_standin(work / "ckpt-submit-ray"), "--json"], env)
+    made = iter(range(1_000_000))
+
+    def ours() -> list[str]:
+        """A fresh ckpt_path each time: the stand-in saves a checkpoint a second, and submit
+        rightly refuses a fresh run over a path that holds one (the checkpoint guard)."""
+        overrides = _standin(work / f"ckpt-submit-{next(made)}", STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
+        return [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
+
     ray_env = {**env, "RAY_AUTH_MODE": "token"}
     theirs = [
         str(BIN / "ray"),
@@ -297,11 +302,11 @@ def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
     ]
     samples = {"ours": [], "ray": []}
     cluster.settle()
-    for argv, e in ((ours, env), (theirs, ray_env)):  # warm-up
+    for argv, e in ((ours(), env), (theirs, ray_env)):  # warm-up
         timed(argv, e)
         cluster.settle()
     for _ in range(reps):
-        for name, argv, e in (("ours", ours, env), ("ray", theirs, ray_env)):
+        for name, argv, e in (("ours", ours(), env), ("ray", theirs, ray_env)):
             samples[name].append(timed(argv, e))
             cluster.settle()
     ours_s, ray_s = statistics.median(samples["ours"]), statistics.median(samples["ray"])
