@@ -186,3 +186,22 @@ def test_another_web_server_is_not_a_dashboard():
             Dashboard(f"127.0.0.1:{other.port}", None).version()
     finally:
         other.close()
+
+
+@pytest.mark.cluster
+def test_status_at_a_real_nodes_agent_port_says_it_is_no_dashboard():
+    """A real head's dashboard agent (its HTTP port answers, /api/version is 404 there)."""
+    from support.ray_cluster import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="agent-") as workdir:
+        head = LocalCluster(Path(workdir), workers=0, gpus=1, cpus=1)
+        try:
+            head.start()
+            env = {"RAY_AUTH_TOKEN_PATH": str(head.token_file), "RLHF_LAUNCH_HOME": str(Path(workdir) / "state")}
+            done = run_cli("status", "--address", f"http://{head.head_ip}:{head.agent_ports[0]}", env=env)
+            said = " ".join(done.stderr.split())
+            assert done.returncode == 2, (done.returncode, done.stderr)
+            assert "agent" in said and "not the Ray dashboard" in said, said
+            assert "not found on the Ray dashboard" not in said and "hit a bug" not in said
+        finally:
+            head.stop()
