@@ -52,7 +52,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -73,13 +76,36 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class BenchError(Exception):
+    """A step that could not be measured, and why (never an empty message)."""
+
+
+def _why(argv: list[str], code: int, stdout: str, stderr: str) -> str:
+    said = "\n".join(part.strip()[-2000:] for part in (stderr, stdout) if part.strip())
+    return f"`{' '.join(Path(a).name if i == 0 else a for i, a in enumerate(argv[:4]))} ...` exited {code}: " + (
+        said or "(it printed nothing)"
+    )
+
+
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:4])} failed: {done.stderr.decode()[-2000:]}")
+        raise BenchError(_why(argv, done.returncode, done.stdout, done.stderr))
     return elapsed
+
+
+def run_json(argv: list[str], env: dict[str, str]) -> Any:
+    """A `--json` command's answer; BenchError with what it printed when it fails or prints no JSON."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    try:
+        answer = json.loads(done.stdout) if done.returncode == 0 else None
+    except ValueError:
+        answer = None
+    if answer is None:
+        raise BenchError(_why(argv, done.returncode, done.stdout, done.stderr))
+    return answer
 
 
 def interleaved(commands: dict[str, list[str]], reps: int, env: dict[str, str]) -> dict[str, float]:
@@ -190,11 +216,18 @@ def bench_preflight(reps: int) -> None:
 
 
 def _standin(ckpt: Path, **env: str) -> list[str]:
+    """The stand-in trainer's run of the tiny-1node preset, with a model and data it fits: the
+    2-layer models and 8 prompts of tests/standin (the bench's nodes share one small machine,
+    where the node checks rightly refuse an 8B model's Adam offload in host memory)."""
+    standin = ROOT / "tests" / "standin"
     out = [
         f"checkpoint.ckpt_path={ckpt}",
         f"checkpoint.save_path={ckpt}-final",
         "checkpoint.save_steps=1",
-        f"runtime_env.env_vars.PYTHONPATH={ROOT / 'tests' / 'standin'}",
+        f"models.actor={standin / 'models' / 'tiny-actor'}",
+        f"models.reward={standin / 'models' / 'tiny-rm'}",
+        f"data.prompt_dataset={standin / 'data' / 'prompts.jsonl'}",
+        f"runtime_env.env_vars.PYTHONPATH={standin}",
         "runtime_env.env_vars.STANDIN_OPENRLHF_VERSION='0.11.2'",
     ]
     return out + [f"runtime_env.env_vars.{k}='{v}'" for k, v in env.items()]
@@ -239,20 +272,21 @@ class _Cluster:
             runs = sorted({j.runtime_env.get("env_vars", {}).get("RLHF_LAUNCH_RUN", "") for j in live} - {""})
             left = gone.wait_gone(self.jobs, cluster.dashboard, ids, lambda r, j: sweep.by_probe_job(self.jobs, r, j), 90, runs=runs)
             if left:
-                raise SystemExit("bench: could not clear the cluster: " + "; ".join(x for lo in left for x in lo.describe()))
+                raise BenchError("bench: could not clear the cluster: " + "; ".join(x for lo in left for x in lo.describe()))
         self.local.wait_free(32, timeout=90)
 
 
 def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
     env = cluster.env(work / "state")
-    ckpt = work / "ckpt-submit"
-    overrides = _standin(ckpt, STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
-    plan = json.loads(
-        subprocess.run(
-            [str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], capture_output=True, text=True, env=env, cwd=ROOT
-        ).stdout
-    )
-    ours = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
+    plan = run_json([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *_standin(work / "ckpt-submit-ray"), "--json"], env)
+    made = iter(range(1_000_000))
+
+    def ours() -> list[str]:
+        """A fresh ckpt_path each time: the stand-in saves a checkpoint a second, and submit
+        rightly refuses a fresh run over a path that holds one (the checkpoint guard)."""
+        overrides = _standin(work / f"ckpt-submit-{next(made)}", STANDIN_STEPS="1000", STANDIN_STEP_SECONDS="1")
+        return [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *overrides]
+
     ray_env = {**env, "RAY_AUTH_MODE": "token"}
     theirs = [
         str(BIN / "ray"),
@@ -268,11 +302,11 @@ def bench_submit(cluster: _Cluster, reps: int, work: Path) -> None:
     ]
     samples = {"ours": [], "ray": []}
     cluster.settle()
-    for argv, e in ((ours, env), (theirs, ray_env)):  # warm-up
+    for argv, e in ((ours(), env), (theirs, ray_env)):  # warm-up
         timed(argv, e)
         cluster.settle()
     for _ in range(reps):
-        for name, argv, e in (("ours", ours, env), ("ray", theirs, ray_env)):
+        for name, argv, e in (("ours", ours(), env), ("ray", theirs, ray_env)):
             samples[name].append(timed(argv, e))
             cluster.settle()
     ours_s, ray_s = statistics.median(samples["ours"]), statistics.median(samples["ray"])
@@ -298,18 +332,14 @@ def _ray_start(cluster: _Cluster, work: Path, rep: int) -> float:
     """Ray's own part: the same stand-in job submitted straight to Ray -> RUNNING."""
     env = cluster.env(work / "state-floor")
     overrides = _standin(work / f"ckpt-floor{rep}", STANDIN_STEPS="1000")
-    plan = json.loads(
-        subprocess.run(
-            [str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], capture_output=True, text=True, env=env, cwd=ROOT
-        ).stdout
-    )
+    plan = run_json([str(BIN / "rlhf-launch"), "plan", "tiny-1node", *overrides, "--json"], env)
     job_id = f"bench-floor-{rep}-{os.getpid()}"
     runtime_env = {**plan["runtime_env"], "env_vars": {**plan["runtime_env"].get("env_vars", {}), "RLHF_LAUNCH_JOB": job_id}}
     submitted = time.time()
     cluster.jobs.submit(plan["entrypoint"], runtime_env, job_id, {})
     running = _running_at(cluster, job_id)
     if running is None:
-        raise SystemExit(f"bench: {job_id} did not start within 180s")
+        raise BenchError(f"bench: {job_id} did not start within 180s")
     return running - submitted
 
 
@@ -337,12 +367,12 @@ def bench_auto_resume(cluster: _Cluster, reps: int, work: Path, poll: float = 1.
             str(poll),
             "--json",
         ]
-        out = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+        out = run_json(argv, env)
         first, second = out["job_id"], f"{out['run_id']}-2"
         running_at = _running_at(cluster, second)
         failed = cluster.jobs.info(first)
         if running_at is None or failed.end_time is None:
-            raise SystemExit(f"auto-resume did not resubmit within 180s (attempt 1: {failed.status})")
+            raise BenchError(f"auto-resume did not resubmit within 180s (attempt 1: {failed.status})")
         latencies.append(running_at - failed.end_time)
     say("auto_resume_latency_s", statistics.median(latencies), "s(context)")  # Ray's own start-up included
     say("auto_resume_latency_max_s", max(latencies), "s")
@@ -358,12 +388,12 @@ def bench_stop(cluster: _Cluster, reps: int, work: Path) -> None:
         cluster.settle()
         env = cluster.env(work / "state-stop")
         argv = [str(BIN / "rlhf-launch"), "submit", "tiny-1node", *_standin(work / f"ckpt-stop{rep}", STANDIN_STEPS="1000"), "--json"]
-        run_id = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout)["run_id"]
+        run_id = run_json(argv, env)["run_id"]
         cluster.local.wait_used(8, timeout=120)
         start = time.monotonic()
         done = subprocess.run([str(BIN / "rlhf-launch"), "stop", run_id, "--json"], capture_output=True, text=True, env=env, cwd=ROOT)
         if done.returncode != 0:
-            raise SystemExit(f"bench: stop failed: {done.stdout[-1000:]}{done.stderr[-1000:]}")
+            raise BenchError(_why(done.args, done.returncode, done.stdout, done.stderr))
         cluster.local.wait_free(32, timeout=120)
         seconds.append(time.monotonic() - start)
     say("stop_to_gpus_free_s", statistics.median(seconds), "s(target<10)")
@@ -416,9 +446,9 @@ def bench_runs(reps: int) -> None:
         for _ in range(max(5, reps)):
             for n in sizes:
                 samples[n].append(timed(argv, envs[n]))
-        listed = json.loads(subprocess.run(argv, capture_output=True, text=True, env=envs[1000], cwd=ROOT).stdout)
+        listed = run_json(argv, envs[1000])
         if len(listed) != 1000:
-            raise SystemExit(f"bench: runs listed {len(listed)} of 1000 records")
+            raise BenchError(f"bench: runs listed {len(listed)} of 1000 records")
     t = {n: statistics.median(samples[n]) for n in sizes}
     per_100, per_1000 = (t[100] - t[10]) / 90, (t[1000] - t[10]) / 990
     say("runs_10_records_s", t[10], "s")
@@ -509,7 +539,7 @@ def bench_diagnose(reps: int) -> None:
                 found = diagnose_file(path)
                 samples.append(time.perf_counter() - start)
                 if str(found.cls) != expected:
-                    raise SystemExit(f"{name}: diagnosed {found.cls}, expected {expected}")
+                    raise BenchError(f"{name}: diagnosed {found.cls}, expected {expected}")
             path.unlink()
             say(name, statistics.median(samples), "s(target<=1)")
 
@@ -580,6 +610,28 @@ def bench_doctor_cluster(cluster: _Cluster, reps: int, work: Path) -> None:
     say("doctor_4_node_cluster_s", statistics.median(timed(argv, env) for _ in range(max(3, reps))), "s")
 
 
+def failure(part: str, exc: BaseException) -> str:
+    """One line saying why a part could not be measured: the exception's own text, or its type
+    and where it was raised when it has none (a bare assert, a KeyError of nothing)."""
+    text = str(exc).strip() if not isinstance(exc, KeyError) else f"missing key {exc}"
+    if not text:
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        text = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}" if frame else type(exc).__name__
+    elif not isinstance(exc, BenchError):
+        text = f"{type(exc).__name__}: {text}"
+    return f"bench: {part} failed: {text}"
+
+
+def step(part: str, failed: list[str], run: Callable[[], None]) -> None:
+    """Run one part; a failure is said (stderr, with why) and the next part still runs."""
+    try:
+        run()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - each part's failure is reported, the bench goes on
+        line = failure(part, exc)
+        print(line, file=sys.stderr, flush=True)
+        failed.append(part)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
@@ -588,31 +640,35 @@ def main() -> None:
     )
     args = parser.parse_args()
     parts = set(args.only.split(","))
+    failed: list[str] = []
     if parts & {"cli", "runs", "submit", "stop", "auto_resume", "doctor_cluster"}:
         compiled()
     if "cli" in parts:
-        bench_cli(args.reps)
+        step("cli", failed, lambda: bench_cli(args.reps))
     if "preflight" in parts:
-        bench_preflight(args.reps)
+        step("preflight", failed, lambda: bench_preflight(args.reps))
     if "doctor" in parts:
-        bench_doctor(args.reps)
+        step("doctor", failed, lambda: bench_doctor(args.reps))
     if "diagnose" in parts:
-        bench_diagnose(args.reps)
+        step("diagnose", failed, lambda: bench_diagnose(args.reps))
     if "runs" in parts:
-        bench_runs(args.reps)
+        step("runs", failed, lambda: bench_runs(args.reps))
     if "fit" in parts:
-        bench_fit(args.reps)
+        step("fit", failed, lambda: bench_fit(args.reps))
     if parts & {"submit", "stop", "auto_resume", "doctor_cluster"}:
         with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
+            work = Path(tmp)
             if "doctor_cluster" in parts:
-                bench_doctor_cluster(cluster, args.reps, Path(tmp))
+                step("doctor_cluster", failed, lambda: bench_doctor_cluster(cluster, args.reps, work))
             if "submit" in parts:
-                bench_submit(cluster, max(5, args.reps), Path(tmp))
+                step("submit", failed, lambda: bench_submit(cluster, max(5, args.reps), work))
             if "stop" in parts:
-                bench_stop(cluster, 10, Path(tmp))
+                step("stop", failed, lambda: bench_stop(cluster, 10, work))
             if "auto_resume" in parts:
-                bench_auto_resume(cluster, max(5, args.reps // 2 + 2), Path(tmp))
-            cluster.settle()
+                step("auto_resume", failed, lambda: bench_auto_resume(cluster, max(5, args.reps // 2 + 2), work))
+            step("settle", failed, cluster.settle)
+    if failed:
+        raise SystemExit(f"bench: not measured: {', '.join(failed)} (why: above)")
 
 
 if __name__ == "__main__":

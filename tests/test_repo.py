@@ -27,3 +27,24 @@ def test_ci_runs_the_readme_test_command_after_installing():
     assert test in ci
     assert any("pip install" in line and ".[test]" in line for line in ci)
     assert ci.index(test) > next(i for i, line in enumerate(ci) if ".[test]" in line)
+
+
+QUICK = 'python -m pytest -q -m "not cluster and not slurm and not slow"'
+
+
+def test_readme_gives_the_quick_subset_as_a_command_with_its_measured_time():
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```(?:bash)?\n(.*?)```", text, re.S)
+    assert any(block.strip() == QUICK for block in blocks), "the quick subset's command in a code block of its own"
+    before = text[: text.index("```bash\n" + QUICK)]
+    last = before.rstrip().rsplit("\n\n", 1)[-1]  # the paragraph that introduces the block
+    assert re.search(r"\b\d+m\d{2}s\b", last), last  # its real time, e.g. 1m25s
+
+
+def test_readme_documents_the_ray_variable_the_test_clusters_set():
+    from support.ray_cluster import env_for_cluster
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    for name, value in env_for_cluster().items():
+        if name.startswith("RAY_"):
+            assert f"`{name}={value}`" in text, name

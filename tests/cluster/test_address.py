@@ -111,3 +111,97 @@ def test_status_at_the_gcs_port_of_a_real_head_names_the_dashboard():
             assert run_cli("status", "--address", head.address, env=env).returncode == 0
         finally:
             head.stop()
+
+
+class _Http:
+    """A loopback HTTP server answering GET `path` -> (status, body); 404 for anything else."""
+
+    def __init__(self, routes: dict[str, tuple[int, str]]):
+        import http.server
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                status, body = routes.get(self.path, (404, "404: Not Found"))
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if body.startswith("{") else "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        return sock.getsockname()[1]
+
+
+# What Ray 2.60's dashboard agent (ray/dashboard/modules/reporter/healthz_agent.py) answers on its
+# HTTP port: "success" at /api/local_raylet_healthz, aiohttp's "404: Not Found" at /api/version.
+AGENT = {"/api/local_raylet_healthz": (200, "success")}
+
+
+def test_a_ray_agent_port_is_named_an_agent_with_the_dashboard_next_to_it(monkeypatch):
+    agent, dashboard = _Http(AGENT), _Http({"/api/version": (200, '{"version": "4", "ray_version": "2.60.0"}')})
+    try:
+        monkeypatch.setattr(gcs, "DASHBOARD_PORT", dashboard.port)  # the default port, where a dashboard answers here
+        with pytest.raises(NotADashboard) as caught:
+            Dashboard(f"127.0.0.1:{agent.port}", None).version()
+    finally:
+        agent.close()
+        dashboard.close()
+    message = caught.value.message
+    assert "agent" in message and "not the Ray dashboard" in message, message
+    assert f"http://127.0.0.1:{dashboard.port}" in message and f"--address http://127.0.0.1:{dashboard.port}" in caught.value.hint
+    assert "not found on the Ray dashboard" not in message
+
+
+def test_a_ray_agent_port_with_no_dashboard_found_names_the_default_port(monkeypatch):
+    agent = _Http(AGENT)
+    try:
+        monkeypatch.setattr(gcs, "DASHBOARD_PORT", _closed_port())
+        monkeypatch.setattr(gcs, "GCS_PORT", _closed_port())
+        with pytest.raises(NotADashboard) as caught:
+            Dashboard(f"127.0.0.1:{agent.port}", None).version()
+    finally:
+        agent.close()
+    assert "agent" in caught.value.message and "not the Ray dashboard" in caught.value.message
+    assert f"port {gcs.DASHBOARD_PORT} of the head node by default" in caught.value.message
+
+
+def test_another_web_server_is_not_a_dashboard():
+    other = _Http({})
+    try:
+        with pytest.raises(NotADashboard, match="not a Ray dashboard"):
+            Dashboard(f"127.0.0.1:{other.port}", None).version()
+    finally:
+        other.close()
+
+
+@pytest.mark.cluster
+def test_status_at_a_real_nodes_agent_port_says_it_is_no_dashboard():
+    """A real head's dashboard agent (its HTTP port answers, /api/version is 404 there)."""
+    from support.ray_cluster import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="agent-") as workdir:
+        head = LocalCluster(Path(workdir), workers=0, gpus=1, cpus=1)
+        try:
+            head.start()
+            env = {"RAY_AUTH_TOKEN_PATH": str(head.token_file), "RLHF_LAUNCH_HOME": str(Path(workdir) / "state")}
+            done = run_cli("status", "--address", f"http://{head.head_ip}:{head.agent_ports[0]}", env=env)
+            said = " ".join(done.stderr.split())
+            assert done.returncode == 2, (done.returncode, done.stderr)
+            assert "agent" in said and "not the Ray dashboard" in said, said
+            assert "not found on the Ray dashboard" not in said and "hit a bug" not in said
+        finally:
+            head.stop()

@@ -14,6 +14,10 @@ def test_dashboard_on_the_network_without_auth_is_refused():
     done = run_cli("up", "--head", "--no-auth", "--dashboard-host", "0.0.0.0")
     assert done.returncode == 2
     assert "anyone who can reach" in done.stderr and "Traceback" not in done.stderr
+    said = " ".join(done.stderr.split())  # the message as one line, whatever the console wrapped
+    assert "reach port that address" not in said
+    assert "0.0.0.0 (every interface of this machine) with no token" in said, said
+    assert "anyone who can reach its port there can submit jobs" in said, said
 
 
 def test_zero_node_ip_is_refused():

@@ -74,7 +74,8 @@ def test_the_probe_reads_this_machine_without_importing_the_packages(tmp_path):
     assert facts["models"]["actor"]["kind"] == "local" and facts["models"]["actor"]["config"]
     assert facts["models"]["actor"]["chat_template"] is True
     assert facts["datasets"]["data.prompt_dataset"][0]["missing_keys"] == []
-    assert "lo" in facts["interfaces"]
+    assert "lo" in facts["interfaces"] and "127.0.0.1" in facts["addresses"]["lo"]
+    assert set(facts["addresses"]) <= set(facts["interfaces"])
     assert facts["memory"]["total"] > 0 and facts["shm"]["bytes"] > 0
     assert facts["disk"]["writable"] and facts["disk"]["free_bytes"] > 0
     assert facts["seconds"] < 5
@@ -327,3 +328,60 @@ def test_examine_takes_the_gpus_of_each_node_from_the_snapshot(tmp_path):
     free = [NodeFree("h" * 32, "10.0.0.1", 0.0, 16.0), NodeFree("w" * 32, "10.0.0.2", 8.0, 16.0)]
     report = examine(launch, lambda _request: answer, nodes_free=free)
     assert report.ok and report.cells[("models", "h" * 32)] is Status.NA
+
+
+# What a GPU node's probe reports: one NIC, loopback, the kernel's traffic-shaping devices (ifb0/1,
+# which this machine has too), a Docker bridge and a container's veth, a libvirt bridge, an
+# interface holding only a link-local address.
+NICS = ["docker0", "enp5s0", "eth0", "ifb0", "ifb1", "lo", "veth1a2b3c", "virbr0", "tun0"]
+HELD = {
+    "lo": ["127.0.0.1", "::1"],
+    "eth0": ["10.0.0.1", "fe80::1"],
+    "docker0": ["172.17.0.1"],
+    "virbr0": ["192.168.122.1"],
+    "enp5s0": ["fe80::2", "169.254.3.4"],
+    "veth1a2b3c": ["fe80::3"],
+    "tun0": ["10.8.0.5"],
+}
+
+
+def test_the_nccl_fix_suggests_only_interfaces_other_nodes_can_reach(tmp_path):
+    launch = launch_of(tmp_path, "runtime_env.env_vars.NCCL_SOCKET_IFNAME=ib0")
+    facts = local_facts(launch)
+    facts.update(interfaces=NICS, addresses=HELD)
+    [finding] = failing(judge(launch, facts), "network")  # node00 is 10.0.0.1, on eth0
+    assert "NCCL_SOCKET_IFNAME=ib0 selects no interface" in finding.found
+    assert "set NCCL_SOCKET_IFNAME to eth0 " in finding.fix, finding.fix
+    for name in ("ifb0", "ifb1", "docker0", "veth", "virbr0", "lo", "enp5s0", "tun0"):
+        assert name not in finding.fix, (name, finding.fix)
+
+
+def test_a_virtual_device_holding_the_ray_address_is_suggested_first():
+    node = Node("a" * 32, "10.8.0.5", {"interfaces": NICS, "addresses": HELD})
+    assert checks.reachable_interfaces(node) == ["tun0", "eth0"]
+    loopback = Node("a" * 32, "127.0.0.2", {"interfaces": NICS, "addresses": {**HELD, "lo": ["127.0.0.1", "127.0.0.2"]}})
+    assert checks.reachable_interfaces(loopback)[0] == "lo"  # the local test clusters
+    older = Node("a" * 32, "10.0.0.1", {"interfaces": NICS})  # an agent without addresses: by name
+    assert checks.reachable_interfaces(older) == ["enp5s0", "eth0"]
+
+
+def test_deep_imports_every_package_torch_first_and_a_failed_torch_fails_naming_node_and_error(tmp_path):
+    """The stand-in image has torch's metadata but no torch module (as a half-removed install):
+    `import torch` fails on this machine, and --deep must say so, not pass."""
+    launch = launch_of(tmp_path)
+    facts = local_facts(launch, deep=True)
+    assert facts["packages"]["torch"]["version"] == "2.9.1" and not facts["packages"]["torch"]["module"]
+    imports = facts["imports"]
+    assert list(imports)[0] == "torch" and set(spec.needs(launch).packages) <= set(imports)
+    assert imports["torch"] == "ModuleNotFoundError: No module named 'torch'"
+    report = judge(launch, facts, copy.deepcopy(facts))
+    failed = [f for f in failing(report, "software") if "import torch" in f.found]
+    assert [f.node for f in failed] == ["2 nodes (10.0.0.1, 10.0.0.2)"]  # every node, by name (grouped)
+    assert all("(torch) fails: ModuleNotFoundError: No module named 'torch'" in f.found for f in failed)
+    assert "pip install --force-reinstall torch" in failed[0].fix
+    assert not report.ok
+
+
+def test_deep_gives_the_probe_time_for_its_imports(tmp_path):
+    launch = launch_of(tmp_path)
+    assert spec.build(launch, nonce="n", version="v", deep=True)["timeout"] > spec.build(launch, nonce="n", version="v")["timeout"] + 60

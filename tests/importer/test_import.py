@@ -162,7 +162,9 @@ def test_removed_flags_are_reported_with_their_replacement_when_migrating(tmp_pa
     )
     call = parse_script(path.read_text())
     same = import_call(call, name="t")
-    assert same.ok and same.source == "0.10.1.post2" and same.config.extra_args == {"perf": True, "vllm_is_correction_type": "icepop"}
+    # 0.9.8 to 0.10.1.post2 accept it; --vllm_is_correction_type first appeared in 0.9.8: read as 0.9.x's newest
+    assert same.accepted_by[0] == "0.9.8" and same.accepted_by[-1] == "0.10.1.post2"
+    assert same.ok and same.source == "0.9.10" and same.config.extra_args == {"perf": True, "vllm_is_correction_type": "icepop"}
     im = import_call(call, name="t", target_version=NEWEST)
     errors = {f.key: f.message for f in im.findings if f.level == "error"}
     assert set(errors) == {"--perf", "--vllm_is_correction_type"}
@@ -193,7 +195,9 @@ def test_script_release_can_be_given():
     call, im = imported(path, script_version="0.8.11")
     assert (im.source, im.target, im.detected) == ("0.8.11", "0.8.11", False)
     _, detected = imported(path)
-    assert detected.detected and detected.source == "0.9.1.post1" and detected.accepted_by[0] == "0.8.10"
+    # 0.8.10 to 0.9.1.post1 accept it; written for 0.8.11 (its source), the newest of its flags' 0.8 series
+    assert detected.detected and detected.source == "0.8.11" and detected.accepted_by[0] == "0.8.10"
+    assert detected.accepted_by[-1] == "0.9.1.post1"
     dotted = DATA / "ours-import-dotted-0.11.sh"
     _, wrong = imported(dotted, script_version="0.8.11")
     assert not wrong.ok and any("0.8.11 does not accept" in f.message for f in wrong.findings if f.level == "error")
@@ -295,7 +299,7 @@ def test_cli_prints_yaml_on_stdout_and_findings_on_stderr():
     done = run_cli("import", str(DATA / "openrlhf-v0.8.11-train_ppo_llama_ray.sh"))
     assert done.returncode == 0, done.stderr
     data = yaml.safe_load(done.stdout)
-    assert data["openrlhf"]["version"] == "0.9.1.post1" and data["models"]["actor"] == "OpenRLHF/Llama-3-8b-sft-mixture"
+    assert data["openrlhf"]["version"] == "0.8.11" and data["models"]["actor"] == "OpenRLHF/Llama-3-8b-sft-mixture"
     assert "warning: --use_wandb" in done.stderr and not done.stderr.startswith("name:")
     assert data["checkpoint"]["load"] is True  # the script passes --load_checkpoint
 
@@ -362,7 +366,7 @@ def test_import_help_does_not_import_ray():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got == {"codes": [0, 0], "ray": []}
+    assert got == {"codes": [0, 1], "ray": []}  # 1: the script's runtime_env.pip is not imported
 
 
 def test_config_names_from_file_names():
@@ -387,3 +391,37 @@ def test_an_older_target_gets_the_older_spelling():
     ns = fs.parse(argv)
     assert (ns.zero_stage, ns.kl_estimator, ns.temperature, ns.async_train, ns.async_queue_size) == (3, "k3", 0.9, True, 2)
     assert (ns.prompt_max_len + ns.generate_max_len, ns.generate_max_len, ns.actor_num_nodes, ns.ref_num_nodes) == (10240, 8192, 2, 2)
+
+
+def test_cli_a_runtime_env_key_left_out_exits_1_and_still_writes(tmp_path: Path):
+    """README's exit codes: 1 for an import that could not carry everything over."""
+    out = tmp_path / "p.yaml"
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "ray job submit --address=http://127.0.0.1:8265 "
+        """--runtime-env-json='{"working_dir": "/openrlhf", "pip": ["math-verify"]}' """
+        f"-- python3 -m {M} --pretrain m --prompt_data d\n"
+    )
+    done = run_cli("import", str(path), "-o", str(out))
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert "error: runtime_env.pip" in done.stdout and "not imported" in done.stdout
+    assert yaml.safe_load(out.read_text())["runtime_env"]["working_dir"] == "/openrlhf"
+    printed = run_cli("import", str(path))
+    assert printed.returncode == 1 and yaml.safe_load(printed.stdout)["runtime_env"]["working_dir"] == "/openrlhf"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "openrlhf-v0.8.11-train_ppo_llama_ray.sh",  # 0.8.10 to 0.9.1.post1 accept it
+        "openrlhf-v0.8.11-train_reinforce_baseline_ray_agent_multiturn.sh",  # 0.8.9 to 0.9.1.post1
+        "openrlhf-v0.9.10-train_reinforce_baseline_hybrid_engine.sh",  # 0.9.8 to 0.10.1.post2
+    ],
+)
+def test_a_real_example_script_is_read_as_its_own_release_not_the_newest_that_accepts_it(name: str):
+    """OpenRLHF's own example scripts at their tag (attributed in each file): the release is the newest
+    of the series where the script's newest flag appeared, not the newest release that still parses it."""
+    tag = name.split("-")[1][1:]
+    _, im = imported(DATA / name)
+    assert im.detected and len(im.accepted_by) > 1 and im.accepted_by[-1] != tag
+    assert im.source == tag, (im.source, im.accepted_by)

@@ -161,14 +161,15 @@ def test_a_0_9_8_example_imported_for_0_9_8_keeps_its_release_micro_batch_sizes(
 @pytest.mark.parametrize("name", DYNAMIC_0_9_8)
 def test_a_detected_release_names_the_defaults_that_differ_among_the_releases_that_accept_the_script(name: str):
     im = import_script((FIELD / name).read_text(), name="t")
-    assert im.source == "0.10.1.post2"
+    assert im.source == "0.9.10"  # the newest of its flags' series (importer/argv.era): the 0.9 defaults, 4 and 8
+    assert (im.data["train"]["micro_train_batch_size"], im.data["train"]["micro_rollout_batch_size"]) == (4, 8)
     drift = [f for f in im.findings if f.key == "openrlhf.version" and "defaults differ" in f.message]
     assert len(drift) == 1 and drift[0].level == "warning", im.findings
     assert re.search(
-        r"the config keeps openrlhf 0\.10\.1\.post2's: --micro_train_batch_size 1 where 0\.9\.\d+ \.\. 0\.9\.10 default to 4;",
+        r"the config keeps openrlhf 0\.9\.10's: --micro_train_batch_size 4 where 0\.10\.0 \.\. 0\.10\.1\.post2 default to 1;",
         drift[0].message,
     )
-    assert re.search(r"--micro_rollout_batch_size 1 where 0\.9\.\d+ \.\. 0\.9\.10 default to 8$", drift[0].message)
+    assert re.search(r"--micro_rollout_batch_size 8 where 0\.10\.0 \.\. 0\.10\.1\.post2 default to 1$", drift[0].message)
     assert "--openrlhf-version" in drift[0].hint
 
 

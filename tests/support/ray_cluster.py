@@ -88,6 +88,7 @@ class LocalCluster:
         self.head_ip = "127.0.0.2"
         self.procs: list[subprocess.Popen] = []
         self.worker_procs: list[subprocess.Popen] = []
+        self.agent_ports: list[int] = []
         self.env = env_for_cluster({"RLHF_LAUNCH_HOME": str(workdir / "state")})
         # Ray's own temp dir, one per cluster; short, since Ray puts unix sockets in it
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rl-", dir="/tmp"))
@@ -95,11 +96,12 @@ class LocalCluster:
     # ------------------------------------------------------------- start
     def _node_ports(self) -> list[str]:
         """Ports of one node's own processes, and the cluster's temp dir (every node's)."""
+        self.agent_ports.append(free_port())  # each node's dashboard agent's HTTP port, the head's first
         return [
             "--temp-dir",
             str(self.temp_dir),
             "--dashboard-agent-listen-port",
-            str(free_port()),
+            str(self.agent_ports[-1]),
             "--metrics-export-port",
             str(free_port()),
             "--runtime-env-agent-port",

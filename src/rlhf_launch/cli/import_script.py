@@ -19,7 +19,9 @@ def command(
         None, "--openrlhf-version", help="release to write the config for (default: the script's); a newer one migrates the flags"
     ),
     script_version: str | None = typer.Option(
-        None, "--script-version", help="release the script was written for (default: the newest whose parser accepts all its flags)"
+        None,
+        "--script-version",
+        help="release the script was written for (default: of those that accept all its flags, the newest of the oldest one's series)",
     ),
     variables: list[str] | None = typer.Option(
         None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False

@@ -132,10 +132,46 @@ class Dashboard:
         return self._request("DELETE", path)
 
     def version(self) -> dict[str, Any]:
-        data = self.get("/api/version")
+        try:
+            data = self.get("/api/version")
+        except NotFound:
+            raise self._no_version() from None
         if not isinstance(data, dict) or "ray_version" not in data:
             raise ClusterRefused(f"{self.address} does not look like a Ray dashboard", hint="check the address and port")
         return data
+
+    def _answers(self, address: str, path: str) -> Any:
+        """What a short GET of `address + path` returns: the payload, or None (no answer, an HTTP error)."""
+        try:
+            return Dashboard(address, self.token, timeout=2.0).get(path)
+        except (ClusterError, UserError):
+            return None
+
+    def _no_version(self) -> ClusterError:
+        """An HTTP server without /api/version: a Ray node's agent (the dashboard agent's HTTP port,
+        which serves its raylet's health and the job agent), or another web service."""
+        host, port = self._host_port()
+        shown = f"[{host}]" if ":" in host else host
+        agent = self._answers(self.address, "/api/local_raylet_healthz") == "success"
+        if not agent:
+            return NotADashboard(
+                f"{self.address} answers HTTP but has no /api/version: it is not a Ray dashboard",
+                hint=f"use the Ray dashboard's address (port {gcs.DASHBOARD_PORT} on the head by default)",
+            )
+        url = None
+        if port != gcs.DASHBOARD_PORT:
+            near = f"http://{shown}:{gcs.DASHBOARD_PORT}"
+            found = self._answers(near, "/api/version")
+            url = near if isinstance(found, dict) and "ray_version" in found else None
+        if url is None and gcs.protocol(host, gcs.GCS_PORT) == "grpc":
+            url = gcs.dashboard_of(host, gcs.GCS_PORT, self.token)
+        where = f"the dashboard is {url}" if url else f"the dashboard listens on port {gcs.DASHBOARD_PORT} of the head node by default"
+        return NotADashboard(
+            f"{self.address} is a Ray node's agent (its dashboard agent's HTTP port), not the Ray dashboard: {where}",
+            hint=f"use --address {url}"
+            if url
+            else f"use --address http://HEAD:{gcs.DASHBOARD_PORT} (or the --dashboard-port given to `rlhf-launch up`)",
+        )
 
     def check_auth(self) -> None:
         """/api/version answers without a token; the jobs API needs one when auth is on."""

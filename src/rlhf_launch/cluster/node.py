@@ -57,11 +57,19 @@ def check_node_ip(ip: str | None) -> None:
         )
 
 
+def _where(host: str) -> str:
+    try:
+        unspecified = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        unspecified = False
+    return f"{host} (every interface of this machine)" if unspecified else host
+
+
 def check_dashboard_exposure(host: str, auth: bool) -> None:
     if not auth and not _is_loopback(host):
         raise UserError(
-            f"refusing --dashboard-host {host} with --no-auth: anyone who can reach port that address can submit "
-            "jobs, and a job runs any code on every node",
+            f"refusing --dashboard-host {host} with --no-auth: the dashboard would listen on {_where(host)} with no token, "
+            "so anyone who can reach its port there can submit jobs, and a job runs any code on every node",
             hint="keep token auth on (drop --no-auth), or bind the dashboard to 127.0.0.1 and use an SSH tunnel",
         )
 

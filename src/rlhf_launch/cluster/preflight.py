@@ -7,11 +7,12 @@ refused before submission, naming the role that does not fit and what is free.
 
 from __future__ import annotations
 
+import math
 from importlib import metadata
 
 from rlhf_launch.cluster.snapshot import Snapshot
 from rlhf_launch.core.findings import Finding, error, warning
-from rlhf_launch.core.placement import simulate
+from rlhf_launch.core.placement import NodeFree, simulate
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.util import versions
 
@@ -50,6 +51,38 @@ def _free_by_node(snapshot: Snapshot) -> str:
     return "; ".join(parts) or "no alive nodes"
 
 
+def _running(snapshot: Snapshot) -> bool:
+    return any(not j.status.is_terminal() for j in snapshot.jobs)
+
+
+def _cpus_short(plan: Plan, snapshot: Snapshot) -> Finding | None:
+    """The refusal when CPUs, not GPUs, are what is missing: every bundle is {"GPU": 1, "CPU": 1},
+    so a node started with fewer CPUs than GPUs (ray start --num-cpus 4 on an 8-GPU node) leaves
+    GPUs that no bundle can take. None when the plan would not fit with unlimited CPUs either."""
+    unlimited = [NodeFree(n.node_id, n.ip, n.gpus, math.inf) for n in snapshot.free_nodes()]
+    if simulate(plan.groups, unlimited).failed is not None:
+        return None
+    nodes = sorted(snapshot.nodes, key=lambda n: (not n.is_head, n.ip, n.node_id))
+    few = [n for n in nodes if n.cpus < n.gpus]
+    per_node = "; ".join(
+        f"{n.ip}: {n.cpus:g} CPUs ({n.cpus_free:g} free) for {n.gpus:g} GPUs ({n.gpus_free:g} free)" for n in (few or nodes)
+    )
+    need = plan.gpus_required
+    if few:
+        most = max(int(math.ceil(n.gpus)) for n in few)
+        return error(
+            "placement.cpus",
+            f"the layout needs {need} bundles of 1 GPU + 1 CPU, and the GPUs are there but the CPUs are not: "
+            f"{len(few)} of {len(nodes)} nodes have fewer CPUs than GPUs ({per_node})",
+            f"start Ray on each node with --num-cpus >= its GPUs (rlhf-launch up/join --num-cpus {most}, or ray start --num-cpus {most})",
+        )
+    return error(
+        "placement.cpus",
+        f"the layout needs {need} bundles of 1 GPU + 1 CPU, and the GPUs are free but too few CPUs are: {per_node}",
+        "wait for the jobs holding CPUs to end (rlhf-launch runs), or shrink the layout",
+    )
+
+
 def placement(plan: Plan, snapshot: Snapshot) -> list[Finding]:
     out: list[Finding] = []
     if not snapshot.nodes:
@@ -67,6 +100,9 @@ def placement(plan: Plan, snapshot: Snapshot) -> list[Finding]:
     sim = simulate(plan.groups, snapshot.free_nodes())
     failed = sim.failed
     if failed is not None and not out:
+        short = _cpus_short(plan, snapshot)
+        if short is not None:
+            return [*out, short]
         placed = sum(p.group.bundles for p in sim.placements if p.placed)
         free_now = sum(min(n.gpus, n.cpus) for n in sim.free_after)
         roles = "+".join(failed.group.roles)
@@ -75,7 +111,7 @@ def placement(plan: Plan, snapshot: Snapshot) -> list[Finding]:
                 f"placement.{failed.group.roles[0]}",
                 f"{roles} needs {failed.group.bundles} bundles of 1 GPU + 1 CPU but after the {placed} GPUs placed "
                 f"before it only {free_now:g} can be placed; free now: {_free_by_node(snapshot)}",
-                "wait for running jobs to end (rlhf-launch runs), or shrink the layout",
+                "wait for running jobs to end (rlhf-launch runs), or shrink the layout" if _running(snapshot) else "shrink the layout",
             )
         )
     for group in sim.placements:

@@ -243,17 +243,19 @@ def software(node: Node, ctx: Context) -> list[Result]:
                     "use one image on every node",
                 )
             )
-    imports = facts.get("imports") or {}
-    for name, problem in sorted(imports.items()):
-        if problem:
-            out.append(
-                Result(
-                    Status.FAIL,
-                    f"`import {name}` fails: {problem}",
-                    "it imports",
-                    "reinstall it against the node's torch (a flash-attn or vLLM built for another torch fails like this)",
-                )
-            )
+    imports: dict[str, str] = facts.get("imports") or {}
+    torch_fails = bool(imports.get("torch"))
+    for name in sorted(imports, key=lambda n: n != "torch"):  # torch first: the others import it
+        problem = imports[name]
+        if not problem:
+            continue
+        if name == "torch":
+            fix = "reinstall torch in the node's image (pip install --force-reinstall torch); every other package imports it"
+        elif torch_fails:
+            fix = "fix torch first (above): this package imports it"
+        else:
+            fix = "reinstall it against the node's torch (a flash-attn or vLLM built for another torch fails like this)"
+        out.append(Result(Status.FAIL, f"`import {name.replace('-', '_')}` ({name}) fails: {problem}", "it imports", fix))
     return out or _ok()
 
 
@@ -483,6 +485,43 @@ def _matches(spec: str, names: list[str]) -> tuple[list[str], str]:
     return chosen, spec
 
 
+# Interfaces no other node reaches the node through: loopback, and the kernel's traffic-shaping,
+# tunnel and container/VM bridge devices (a pod or VM network is private to the host).
+VIRTUAL_PREFIXES: tuple[str, ...] = ("lo", "ifb", "docker", "veth", "virbr", "br-", "tun", "tap", "cni", "flannel", "cali", "cilium")
+VIRTUAL_PREFIXES += ("vxlan", "dummy", "lxc", "lxd", "podman", "kube-ipvs", "nodelocaldns", "weave")
+
+
+def _routable(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    return not (ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast)
+
+
+def _one_of(names: list[str], node: Node) -> str:
+    if not names:
+        return f"the interface that holds {node.name} (this node has none other nodes can reach)"
+    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
+
+
+def reachable_interfaces(node: Node) -> list[str]:
+    """The interfaces other nodes can reach this node through, the one holding the node's Ray
+    address first: an address that is not loopback or link-local, on a device that is no
+    loopback, traffic-shaping (ifb), tunnel or container/VM bridge, unless it holds the Ray
+    address. Without the probe's addresses (an older agent), by name only."""
+    names: list[str] = node.facts.get("interfaces") or []
+    held: dict[str, list[str]] | None = node.facts.get("addresses")
+    ray_ip = node.ip.split("%")[0]
+    own = [n for n in names if held is not None and ray_ip in held.get(n, [])]
+    rest = [
+        n
+        for n in names
+        if n not in own and not n.startswith(VIRTUAL_PREFIXES) and (held is None or any(_routable(a) for a in held.get(n, [])))
+    ]
+    return own + rest
+
+
 def network(node: Node, ctx: Context) -> list[Result]:
     facts = node.facts
     env = facts.get("env") or {}
@@ -498,8 +537,7 @@ def network(node: Node, ctx: Context) -> list[Result]:
                         Status.FAIL,
                         f"{var}={value} selects no interface of this node (it has: {', '.join(names)})",
                         "an interface this node has",
-                        f"set {var} to one of {', '.join(n for n in names if n != 'lo') or 'its interfaces'} "
-                        "(runtime_env.env_vars or join --socket-ifname)",
+                        f"set {var} to {_one_of(reachable_interfaces(node), node)} (runtime_env.env_vars or join --socket-ifname)",
                     )
                 )
     hca = env.get("NCCL_IB_HCA")

@@ -100,6 +100,9 @@ def datasets(launch: Launch) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
+DEEP_IMPORT_SECONDS = 90.0  # cluster/probes/doctor.py's limit on one node's --deep imports
+
+
 def build(launch: Launch, *, nonce: str, version: str, deep: bool = False, timeout: float = 30.0) -> dict[str, Any]:
     """The JSON the node probe takes."""
     need = needs(launch)
@@ -116,5 +119,5 @@ def build(launch: Launch, *, nonce: str, version: str, deep: bool = False, timeo
         "deep": deep,
         "deep_packages": list(need.packages),
         "version": version,
-        "timeout": timeout,
+        "timeout": timeout + DEEP_IMPORT_SECONDS if deep else timeout,  # the node's imports run in parallel, up to that long
     }

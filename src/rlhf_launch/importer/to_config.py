@@ -1,10 +1,10 @@
 """A script's trainer call -> a launch config (the YAML schema of core/config.py) and findings. Pure.
 
 `import_call` takes the `TrainerCall` that importer/bash found, reads its argv with the
-parser of the script's release (detected: the newest release whose parser accepts every
-flag; or given), and builds the config mapping by inverting `dialect.SPELLINGS`: each config
-key gets the value the script gives its flag(s), or, when the script leaves the flag out,
-the value the script's release would use (its parser default), so the rendered argv keeps
+parser of the script's release (detected: of the releases whose parser accepts every flag,
+the newest of the minor series where the oldest of them is; or given), and builds the config
+mapping by inverting `dialect.SPELLINGS`: each config key gets the value the script gives its
+flag(s), or, when the script leaves the flag out, the value the script's release would use (its parser default), so the rendered argv keeps
 that release's behaviour. Flags without a config key go to `extra_args`, spelled for the
 target release (renames.json applies renames; removed flags are reported with their
 replacement and left out). An optional key (dialect.SOFT) is set only where a value of it renders
@@ -69,15 +69,16 @@ class Imported:
     findings: list[Finding]
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values never to show (redact with `clean`)
     call: TrainerCall | None = field(default=None, repr=False)  # the script's trainer call it was imported from
+    read_by_target: bool = False  # the flags were read by the target release (given, and it accepts them all)
 
     @property
     def ok(self) -> bool:
         return not errors(self.findings)
 
     def _why_source(self) -> str:
-        if self.accepted_by and self.source != self.accepted_by[-1]:
+        if self.read_by_target:
             return "the release the config is written for, which accepts them all"
-        return "detected: the newest release that accepts them all"
+        return "detected: the newest of its flags' series"
 
     def clean(self, text: str) -> str:
         """`text` with every secret found in the script replaced by a marker."""
@@ -173,6 +174,7 @@ def import_call(
         findings=_redacted(draft.findings, draft.secrets),
         secrets=tuple(s for s in draft.secrets if len(s) >= 4),
         call=call,
+        read_by_target=script_version is None and bool(target_version and target_version in accepted),
     )
 
 
@@ -442,12 +444,16 @@ def _runtime_env(draft: Draft, call: TrainerCall) -> None:
     for key, value in env.items():
         if key not in known:
             draft.findings.append(
-                warning(f"runtime_env.{key}", f"the script's --runtime-env-json sets {key}, which the config has no key for; not imported")
+                error(
+                    f"runtime_env.{key}",
+                    f"the script's --runtime-env-json sets {key}, which the config has no key for; not imported",
+                    "the job will not get it: provide it on every node instead (e.g. in the image the nodes run)",
+                )
             )
             continue
         if key == "working_dir" and isinstance(value, str) and ("$" in value or "`" in value):
             draft.findings.append(
-                warning(
+                error(
                     "runtime_env.working_dir",
                     f"{value!r} is not known without running the script; not imported",
                     "set runtime_env.working_dir to the directory the job should upload",

@@ -3,7 +3,7 @@ that node's doctor agent (a small detached actor, started once and reused, like 
 agents), so a look takes a second, not a worker start per node.
 
 `facts(spec)` is the whole look at one node: package metadata (never an import, unless
-`deep`), model and dataset paths, /dev/shm, ulimits, network interfaces and HCAs, the node's
+`deep`), model and dataset paths, /dev/shm, ulimits, network interfaces (with their addresses) and HCAs, the node's
 host identity and address, host RAM, GPU memory where `nvidia-smi` answers, free space and
 write access at ckpt_path, the checkpoints already there. It judges nothing: the launcher's
 doctor/checks.py does, from the facts of every node together.
@@ -30,6 +30,7 @@ AGENT_NAMESPACE = "rlhf_launch"
 AGENT_PREFIX = "rlhf-launch-doctor-"
 MARK_DIR = ".rlhf-launch-doctor"
 GIB = 1024**3
+DEEP_IMPORT_SECONDS = 90.0  # vLLM or openrlhf on a cold disk; doctor/spec.py waits this long more for --deep
 PACKAGES = ("openrlhf", "vllm", "deepspeed", "transformers", "flash-attn", "torch", "ray")
 MODULES = {"openrlhf": "openrlhf", "vllm": "vllm", "deepspeed": "deepspeed", "transformers": "transformers", "flash-attn": "flash_attn"}
 MODULES.update({"torch": "torch", "ray": "ray"})
@@ -87,22 +88,35 @@ def packages(path: list[str]) -> dict[str, Any]:
 
 
 def deep_imports(env: dict[str, str], names: list[str], timeout: float) -> dict[str, str]:
-    """Import each module in a fresh interpreter with the trainer's environment: "" when it
+    """Import each module in a fresh interpreter with the trainer's environment, all at once
+    (torch first in the answer: the others import it, so its error explains theirs): "" when it
     imports, else the last line of its error (an `undefined symbol` of a mismatched build)."""
-    out = {}
-    for name in names:
+    ordered = sorted(dict.fromkeys(names), key=lambda n: n != "torch")
+    running: dict[str, Any] = {}
+    out: dict[str, str] = {}
+    for name in ordered:
         module = MODULES.get(name, name)
         try:
-            done = subprocess.run(
-                [sys.executable, "-c", f"import {module}"], env=env, capture_output=True, text=True, timeout=timeout, check=False
+            running[name] = subprocess.Popen(
+                [sys.executable, "-c", f"import {module}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             )
-            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-            out[name] = "" if done.returncode == 0 else (lines[-1] if lines else f"exit {done.returncode}")[:400]
-        except subprocess.TimeoutExpired:
-            out[name] = f"import took longer than {timeout:g}s"
         except OSError as exc:
             out[name] = str(exc)[:400]
-    return out
+    deadline = time.monotonic() + timeout
+    for name in ordered:
+        child = running.get(name)
+        if child is None:
+            continue
+        try:
+            _, err = child.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            out[name] = f"import took longer than {timeout:g}s"
+            continue
+        lines = [line for line in (err or "").strip().splitlines() if line.strip()]
+        out[name] = "" if child.returncode == 0 else (lines[-1] if lines else f"exit {child.returncode}")[:400]
+    return {name: out[name] for name in ordered if name in out}
 
 
 def offline(env: dict[str, str]) -> bool:
@@ -232,6 +246,36 @@ def interfaces() -> list[str]:
         return sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
 
 
+def addresses() -> dict[str, list[str]]:
+    """Interface name -> its addresses (IPv4 via SIOCGIFADDR, IPv6 from /proc/net/if_inet6), so
+    the launcher can tell an interface other nodes can reach from loopback, link-local and the
+    traffic-shaping or container devices (ifb0, docker0, veth...) that carry no such address."""
+    out: dict[str, list[str]] = {}
+    try:
+        import fcntl
+        import struct
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for name in interfaces():
+                try:
+                    packed = fcntl.ioctl(sock.fileno(), 0x8915, struct.pack("256s", name[:15].encode()))  # SIOCGIFADDR
+                except OSError:
+                    continue  # no IPv4 address
+                out.setdefault(name, []).append(socket.inet_ntoa(packed[20:24]))
+    except (ImportError, OSError):
+        pass
+    try:
+        with open("/proc/net/if_inet6") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) >= 6 and len(parts[0]) == 32:
+                    raw = bytes.fromhex(parts[0])
+                    out.setdefault(parts[5], []).append(socket.inet_ntop(socket.AF_INET6, raw))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
 def hcas() -> list[str]:
     base = "/sys/class/infiniband"
     return sorted(os.listdir(base)) if os.path.isdir(base) else []
@@ -346,6 +390,7 @@ def facts(spec: dict[str, Any]) -> dict[str, Any]:
         "shm": shm(),
         "limits": limits(),
         "interfaces": interfaces(),
+        "addresses": addresses(),
         "hcas": hcas(),
         "env": {k: env.get(k) for k in spec.get("env_names", [])},
         "memory": memory_gib(),
@@ -363,7 +408,11 @@ def facts(spec: dict[str, Any]) -> dict[str, Any]:
         out["disk"] = disk(ckpt)
         out["checkpoints"] = listing(os.path.abspath(os.path.expanduser(ckpt)))  # type: ignore[name-defined]  # noqa: F821 - from probes/ckpt.py
     if spec.get("deep"):
-        out["imports"] = deep_imports(env, [n for n in spec.get("deep_packages", []) if out["packages"].get(n, {}).get("module")], 60.0)
+        # every package the release needs that is installed in any form: metadata without its
+        # module (a half-removed install) is what the import shows
+        found = out["packages"]
+        present = [n for n in spec.get("deep_packages", []) if found.get(n, {}).get("module") or found.get(n, {}).get("version")]
+        out["imports"] = deep_imports(env, present, DEEP_IMPORT_SECONDS)
     out["seconds"] = round(time.monotonic() - started, 3)
     return out
 
