@@ -45,7 +45,6 @@ The shape:
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -55,9 +54,10 @@ from typing import Any
 
 import yaml
 
+from rlhf_launch.bringup.sizing import Sizing, sizing
 from rlhf_launch.core import shipped
 from rlhf_launch.core.launch import Launch
-from rlhf_launch.doctor.checks import GIB, HOST_HEADROOM, SHM_GOOD
+from rlhf_launch.doctor.checks import GIB
 from rlhf_launch.errors import UserError
 from rlhf_launch.util import versions
 
@@ -65,11 +65,6 @@ KUBERAY = "v1.7.0"  # the release whose CRDs the manifests are written for (test
 TOKEN_AUTH_MIN_RAY = "2.52.0"  # KubeRay validation.go: authOptions.mode token needs Ray >= 2.52
 MAX_CLUSTER_NAME = 53  # KubeRay MaxRayClusterNameLength
 MAX_RAYJOB_NAME = 47  # MaxRayJobNameLength: the RayCluster it makes is named NAME-xxxxx
-SHM_NEED_GIB = SHM_GOOD // GIB  # /dev/shm beside the object store: NCCL, vLLM, torch (the doctor's pass mark)
-OBJECT_STORE_GIB = 16  # OpenRLHF moves rollout batches through it (MBs to a few GiB); Ray spills beyond
-PROCESS_GIB_PER_GPU = 4  # each GPU's process outside its offloaded states: torch, CUDA and NCCL host memory
-RAY_SYSTEM_GIB = 8  # raylet, GCS, dashboard, the job drivers and the supervisor
-CPUS_PER_GPU = 8  # a GPU bundle takes 1 CPU; the rest feeds tokenizers, data loaders and reward functions
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"  # the NVIDIA Network Operator's shared RDMA device plugin
 DASHBOARD = "http://127.0.0.1:8265"  # the dashboard as the head pod's own processes reach it
 CONFIG_MOUNT = "/etc/rlhf-launch"
@@ -100,18 +95,6 @@ class K8sOptions:
 
 
 @dataclass(frozen=True)
-class Sizing:
-    """What every pod asks for."""
-
-    gpus: int
-    cpus: int
-    memory_gib: int
-    shm_gib: int
-    object_store_gib: int
-    host_need_gib: float  # the plan's busiest node
-
-
-@dataclass(frozen=True)
 class Bringup:
     docs: list[dict[str, Any]]
     sizing: Sizing
@@ -129,21 +112,6 @@ def render(docs: list[dict[str, Any]]) -> str:
 
 def default_image(launch: Launch) -> str:
     return f"rlhf-launch:{launch.flags.version}"
-
-
-def sizing(launch: Launch, cpus: int | None = None) -> Sizing:
-    cfg = launch.cfg
-    gpus = cfg.cluster.gpus_per_node
-    if cpus is not None and cpus < gpus + 1:
-        raise UserError(
-            f"--cpus {cpus}: each of the {gpus} GPUs' bundles takes a CPU, and the drivers need one more",
-            hint=f"--cpus {gpus * CPUS_PER_GPU} (the default)",
-        )
-    host = launch.memory.host_per_node if launch.memory is not None else {}
-    need = max(host.values(), default=0.0)
-    shm = OBJECT_STORE_GIB + SHM_NEED_GIB
-    memory = math.ceil(need * (1 + HOST_HEADROOM) + PROCESS_GIB_PER_GPU * gpus + RAY_SYSTEM_GIB + shm)
-    return Sizing(gpus, cpus or gpus * CPUS_PER_GPU, memory, shm, OBJECT_STORE_GIB, need)
 
 
 def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
