@@ -92,6 +92,23 @@ class K8sOptions:
     skip_check: str = ""
     cpus: int | None = None  # per pod (default: CPUS_PER_GPU per GPU)
     rdma_resource: str | None = None  # NAME or NAME=COUNT; "none" turns it off
+    secret: str | None = None  # a Secret with HF_TOKEN and/or WANDB_API_KEY: env of every container, never values here
+    hf_cache: str | None = None  # a PVC for the HF cache (default: an emptyDir per pod)
+    volumes: tuple[str, ...] = ()  # PATH=CLAIM: a config path from a PVC instead of the node's own path (hostPath)
+
+
+HF_CACHE_MOUNT = "/mnt/hf-cache"  # HF_HOME on every pod
+SECRET_KEYS = ("HF_TOKEN", "WANDB_API_KEY")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A config path on every pod: where, from what, and why."""
+
+    path: str
+    keys: tuple[str, ...]  # the config keys that name it (or a path under it)
+    claim: str | None  # a PVC, else the node's own path (hostPath)
+    host_type: str = "Directory"
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,58 @@ def render(docs: list[dict[str, Any]]) -> str:
 
 def default_image(launch: Launch) -> str:
     return f"rlhf-launch:{launch.flags.version}"
+
+
+def config_paths(launch: Launch) -> dict[str, str]:
+    """config key -> the local path it names (models, datasets, reward files, checkpoints),
+    absolute paths only: a hub id is no path, a relative one lives in the pod's working dir."""
+    cfg = launch.cfg
+    out: dict[str, str] = {}
+    for key in ("actor", "reward", "critic"):
+        value = getattr(cfg.models, key)
+        if value and value.startswith("/"):
+            out[f"models.{key}"] = value
+    for key in ("prompt_dataset", "eval_dataset"):
+        value = getattr(cfg.data, key)
+        for i, part in enumerate((value or "").split(",")):
+            name = part.split("@", 1)[0].strip()
+            if name.startswith("/"):
+                out[f"data.{key}" + (f"[{i}]" if "," in (value or "") else "")] = name
+    for i, url in enumerate(cfg.models.remote_urls):
+        if url.startswith("/"):
+            out[f"models.reward_remote_url[{i}]"] = url
+    for key in ("ckpt_path", "save_path"):
+        value = getattr(cfg.checkpoint, key)
+        if PurePosixPath(value).is_absolute():
+            out[f"checkpoint.{key}"] = value
+    return out
+
+
+def _mounts(launch: Launch, pvc: str | None, ckpt_mount: str | None, volumes: tuple[str, ...]) -> list[Mount]:
+    """One mount per path the config names, none under another: the checkpoint PVC first, then
+    each PATH=CLAIM given, then the node's own path (hostPath) for the rest."""
+    claims: dict[str, str] = {}
+    for item in volumes:
+        path, sep, claim = item.partition("=")
+        if not sep or not PurePosixPath(path).is_absolute() or not _SUBDOMAIN.match(claim):
+            raise UserError(f"--volume {item!r} is not PATH=CLAIM", hint="e.g. --volume /mnt/shared/models=models-pvc")
+        claims[str(PurePosixPath(path))] = claim
+    mounts: list[Mount] = []
+    if pvc is not None and ckpt_mount is not None:
+        mounts.append(Mount(ckpt_mount, ("checkpoint.ckpt_path",), pvc))
+    mounts += [Mount(path, (), claim) for path, claim in claims.items() if all(m.path != path for m in mounts)]
+    for key, path in config_paths(launch).items():
+        owner = next((m for m in mounts if _under(path, m.path)), None)
+        if owner is not None:
+            mounts[mounts.index(owner)] = Mount(owner.path, (*owner.keys, key), owner.claim, owner.host_type)
+            continue
+        kind = (
+            "DirectoryOrCreate"
+            if key.startswith("checkpoint.")
+            else ("File" if key.startswith(("data.", "models.reward_remote")) and "." in PurePosixPath(path).name else "Directory")
+        )
+        mounts.append(Mount(path, (key,), None, kind))
+    return [m for m in mounts if m.keys]
 
 
 def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
@@ -152,6 +221,27 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
     save = cfg.checkpoint.save_path
     if mount is not None and PurePosixPath(save).is_absolute() and not _under(save, mount):
         notes.append(f"checkpoint.save_path {save} is not on the PVC (mounted at {mount}): the final model stays in the pod")
+    if opts.secret is not None and not _SUBDOMAIN.match(opts.secret):
+        raise UserError(f"--secret {opts.secret!r} is not a Secret name", hint="lowercase letters, digits, '-' and '.'")
+    if opts.hf_cache is not None and not _SUBDOMAIN.match(opts.hf_cache):
+        raise UserError(f"--hf-cache {opts.hf_cache!r} is not a PersistentVolumeClaim name", hint="lowercase letters, digits, '-' and '.'")
+    paths = _mounts(launch, opts.pvc, mount, opts.volumes)
+    for m in paths:
+        if m.claim is None:
+            notes.append(
+                f"{', '.join(m.keys)}: {m.path} is mounted from each node's own {m.path} (hostPath, storage the nodes share); "
+                f"--volume {m.path}=CLAIM takes it from a PVC"
+            )
+    hub = [v for v in (cfg.models.actor, cfg.models.reward, cfg.models.critic) if v and not v.startswith(("/", ".", "~"))]
+    if opts.secret is None and (hub or cfg.logging.wandb.project):
+        notes.append(
+            "no --secret: "
+            + ("hub models (a gated one needs HF_TOKEN): " + ", ".join(hub) + "; " if hub else "")
+            + ("W&B logging needs WANDB_API_KEY; " if cfg.logging.wandb.project else "")
+            + "kubectl create secret generic NAME --from-literal=HF_TOKEN=... --from-literal=WANDB_API_KEY=..., then --secret NAME"
+        )
+    if opts.hf_cache is None:
+        notes.append(f"HF cache: an emptyDir per pod at {HF_CACHE_MOUNT} (each pod downloads the hub models); --hf-cache CLAIM shares one")
     rdma = _rdma(cfg.runtime_env.env_vars, opts.rdma_resource)
     if rdma is not None and opts.rdma_resource is None:
         notes.append(
@@ -163,7 +253,13 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
         notes.append(f"image {image}: build docker/Dockerfile, push it where the cluster pulls from, and pass --image")
     labels = {LABEL: "rlhf-launch", "app.kubernetes.io/instance": name, "rlhf-launch/openrlhf": launch.flags.version}
     config_map = f"{name}-config" if opts.rayjob and opts.config_text is not None else None
-    spec = _cluster_spec(launch, size, image, ray_version, labels, opts.pvc, mount, rdma, config_map)
+    nodes = cfg.cluster.nodes
+    notes.append(
+        f"each of the {nodes} pod{'s' if nodes > 1 else ''} ({'head + ' + str(nodes - 1) + ' workers' if nodes > 1 else 'the head alone'}) "
+        f"requests {size.gpus} GPUs, {size.cpus} CPUs and {size.memory_gib}Gi of memory: {size.why()}; "
+        f"the plan's host RAM per node: {size.per_node() or 'none'} (Ray PACK may put the busiest node's roles on any pod)"
+    )
+    spec = _cluster_spec(launch, size, image, ray_version, labels, paths, rdma, config_map, opts)
     meta: dict[str, Any] = {"name": name, "labels": labels}
     if opts.namespace is not None:
         meta["namespace"] = opts.namespace
@@ -213,13 +309,13 @@ def _cluster_spec(
     image: str,
     ray_version: str,
     labels: Mapping[str, str],
-    pvc: str | None,
-    mount: str | None,
+    paths: list[Mount],
     rdma: tuple[str, int] | None,
     config_map: str | None,
+    opts: K8sOptions,
 ) -> dict[str, Any]:
     params = {"object-store-memory": str(size.object_store_gib * GIB)}
-    head = _template(launch, size, image, labels, "head", pvc, mount, rdma, config_map)
+    head = _template(launch, size, image, labels, "head", paths, rdma, config_map, opts)
     spec: dict[str, Any] = {
         "rayVersion": ray_version,
         "enableInTreeAutoscaling": False,
@@ -236,7 +332,7 @@ def _cluster_spec(
                 "maxReplicas": workers,
                 "numOfHosts": 1,
                 "rayStartParams": dict(params),
-                "template": _template(launch, size, image, labels, "worker", pvc, mount, rdma, None),
+                "template": _template(launch, size, image, labels, "worker", paths, rdma, None, opts),
             }
         ]
     return spec
@@ -248,19 +344,29 @@ def _template(
     image: str,
     labels: Mapping[str, str],
     kind: str,
-    pvc: str | None,
-    mount: str | None,
+    paths: list[Mount],
     rdma: tuple[str, int] | None,
     config_map: str | None,
+    opts: K8sOptions,
 ) -> dict[str, Any]:
     resources: dict[str, Any] = {"cpu": str(size.cpus), "memory": f"{size.memory_gib}Gi", "nvidia.com/gpu": size.gpus}
     if rdma is not None:
         resources[rdma[0]] = rdma[1]
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": "/dev/shm"}]
-    if pvc is not None and mount is not None:
-        volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": pvc}})
-        mounts.append({"name": "checkpoints", "mountPath": mount})
+    for i, m in enumerate(paths):
+        name = "checkpoints" if m.keys[0] == "checkpoint.ckpt_path" and m.claim is not None else f"path-{i}"
+        source: dict[str, Any] = (
+            {"persistentVolumeClaim": {"claimName": m.claim}}
+            if m.claim is not None
+            else {"hostPath": {"path": m.path, "type": m.host_type}}
+        )
+        volumes.append({"name": name, **source})
+        read_only = all(k.startswith(("models.", "data.")) for k in m.keys)  # what the run only reads
+        mounts.append({"name": name, "mountPath": m.path, **({"readOnly": True} if read_only else {})})
+    cache: dict[str, Any] = {"persistentVolumeClaim": {"claimName": opts.hf_cache}} if opts.hf_cache else {"emptyDir": {}}
+    volumes.append({"name": "hf-cache", **cache})
+    mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_MOUNT})
     if config_map is not None:
         volumes.append({"name": "config", "configMap": {"name": config_map}})
         mounts.append({"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True})
@@ -271,9 +377,14 @@ def _template(
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "volumeMounts": mounts,
     }
-    env = [{"name": k, "value": v} for k, v in sorted(launch.cfg.runtime_env.env_vars.items()) if k.startswith("NCCL_")]
-    if env:
-        container["env"] = env
+    env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": HF_CACHE_MOUNT}]
+    if opts.secret is not None:  # from the Secret, by reference: no value in the manifest
+        wandb = bool(launch.cfg.logging.wandb.project)
+        for key in SECRET_KEYS:
+            optional = key != "WANDB_API_KEY" or not wandb  # W&B logging without its key fails: the pod must not start
+            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": opts.secret, "key": key, "optional": optional}}})
+    env += [{"name": k, "value": v} for k, v in sorted(launch.cfg.runtime_env.env_vars.items()) if k.startswith("NCCL_")]
+    container["env"] = env
     if rdma is not None:
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     return {
