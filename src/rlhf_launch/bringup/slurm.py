@@ -289,8 +289,8 @@ wait_gone() {  # wait_gone PID...: until every one ended, STOP_TIMEOUT at most f
 stop_step() {  # stop_step SRUN_ARGS...: SIGTERM to the launcher of each node's Ray (it stops its Ray and exits 0)
   # shellcheck disable=SC2016 # expanded on the node
   srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 --job-name=rlhf-ray-stop "$@" "${CONTAINER[@]}" bash -c \
-    'pid=$(cat "$0/nodes/$SLURMD_NODENAME.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null; exit 0' "$JOBDIR"
-}
+    'pid=$(cat "$0/nodes/$SLURMD_NODENAME.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null; exit 0' "$JOBDIR" 2>/dev/null
+}  # its errors unshown: an allocation that is ending takes no new step, and stop_nodes then signals the steps
 
 stop_nodes() {  # end the Ray nodes this script started, the workers first, each step ending with exit 0
   local steps pid
@@ -305,7 +305,7 @@ stop_nodes() {  # end the Ray nodes this script started, the workers first, each
   local left=""
   for pid in $WORKERS_PID $HEAD_PID; do kill -0 "$pid" 2>/dev/null && left=1; done
   [ -n "$left" ] || return 0
-  # still there (no new step could start: the allocation is ending): SIGTERM to the node steps themselves
+  say "the Ray node steps did not end on their own: SIGTERM to the steps"
   steps=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk '$2 ~ /^rlhf-ray-(head|join)$/ {print $1}')
   if [ -n "$steps" ]; then
     # shellcheck disable=SC2086 # one word per step
@@ -331,7 +331,7 @@ on_term() {
     # the run stopped through Ray (time limit, preemption: Ray still runs); after scancel Slurm
     # signals every step at once and Ray is gone: the record says the allocation ended it
     if ! L stop "$RUN_ID" "${CLUSTER[@]}" --timeout "$STOP_TIMEOUT"; then
-      say "no stop through Ray: the allocation's Ray nodes end with it (scancel signals every step); recording the run ended"
+      say "the stop through Ray did not complete (after scancel Slurm ends every step, Ray too): the run ends with the allocation"
       L stop "$RUN_ID" --cluster-ended \
         "slurm job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) ended: scancel, time limit or preemption"
     fi
@@ -397,8 +397,9 @@ def memory_comment(size: Sizing, mem: str | None) -> list[str]:
     """What the plan needs of each node's memory, for whoever signs the script."""
     lines = [
         "# Host memory the plan needs (core/memory's estimate: offloaded optimizer states, sleeping vLLM weights):",
-        f"#   {size.per_node() or 'none estimated'}",
-        f"#   Ray may put the busiest node's roles on any node, so each needs {size.memory_gib} GiB = {size.why()}",
+        f"#   the plan's nodes: {size.per_node() or 'none estimated'}",
+        f"#   Ray may put the busiest plan node's roles on any Slurm node, so each needs {size.memory_gib} GiB:",
+        f"#   {size.why()}",
     ]
     if mem is None:
         lines.append("#   --mem=0: the whole memory of each node (--exclusive alone gives only the memory asked for);")
