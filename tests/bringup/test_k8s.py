@@ -375,10 +375,11 @@ def _named_paths(launch: Launch) -> dict[str, str]:
     return {k: v for k, v in values.items() if v and v.startswith("/")}
 
 
+@pytest.mark.parametrize("pvc", ["ckpt", None], ids=["pvc", "no-pvc"])
 @pytest.mark.parametrize("path", PRESETS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_every_path_the_config_names_is_mounted_on_every_pod(path):
+def test_every_path_the_config_names_is_mounted_on_every_pod(path, pvc):
     launch, overrides = preset_launch(path)
-    done = k8s.manifests(launch, k8s.K8sOptions(config=path.stem, overrides=tuple(overrides), pvc="ckpt"))
+    done = k8s.manifests(launch, k8s.K8sOptions(config=path.stem, overrides=tuple(overrides), pvc=pvc))
     validate(done.docs)
     named = _named_paths(launch)
     assert "checkpoint.ckpt_path" in named

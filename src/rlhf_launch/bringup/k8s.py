@@ -16,7 +16,7 @@ The shape:
 - Memory: PACK may put the busiest node's roles on any pod, so each asks for the plan's
   busiest node (core/memory.py host need: offloaded optimizer states, sleeping vLLM weights)
   plus HOST_HEADROOM, a process floor per GPU, Ray's own processes, and /dev/shm: a tmpfs
-  counts against the pod's memory limit.
+  counts against the pod's memory limit (bringup/sizing.py; the sbatch script's --mem uses it too).
 - /dev/shm: KubeRay mounts a memory emptyDir sized to the memory limit (pod.go
   makeEmptyDirVolume) unless one is there; Ray then sizes its object store from it (30% of
   memory, capped by /dev/shm), and the object store can fill the tmpfs NCCL and vLLM need.
@@ -31,6 +31,13 @@ The shape:
   in every Ray container, which is where `rlhf-launch submit` in the head pod reads it.
 - Checkpoints: the PVC is mounted at ckpt_path's parent directory on every pod (so a
   save_path beside it, as the presets have, lands on it too); ckpt_path must be absolute.
+- Every other absolute path the config names (models, datasets, reward files, save_path) is
+  mounted on every pod at the same path: from a PVC (`--volume PATH=CLAIM`) or else from the
+  node's own path (hostPath: the shared storage the GPU nodes mount), read-only for models and
+  data. A relative path or a hub id is no mount.
+- Secrets: HF_TOKEN and WANDB_API_KEY come from the Secret `--secret` names, by secretKeyRef
+  (never a value in the manifest); the HF cache (HF_HOME) is a volume, the PVC `--hf-cache`
+  names or an emptyDir per pod.
 - The RayJob: entrypoint `rlhf-launch submit ... --auto-resume N && rlhf-launch watch`
   (watch follows the run's supervisor to the end and exits non-zero unless the run succeeded
   or was stopped); `backoffLimit: 0` (a KubeRay retry makes a new RayCluster: fresh pods, a
@@ -97,6 +104,7 @@ class K8sOptions:
     volumes: tuple[str, ...] = ()  # PATH=CLAIM: a config path from a PVC instead of the node's own path (hostPath)
 
 
+FILE_SUFFIXES = (".json", ".jsonl", ".parquet", ".arrow", ".csv", ".py")  # a path mounted as a file (hostPath type File)
 HF_CACHE_MOUNT = "/mnt/hf-cache"  # HF_HOME on every pod
 SECRET_KEYS = ("HF_TOKEN", "WANDB_API_KEY")
 
@@ -174,11 +182,8 @@ def _mounts(launch: Launch, pvc: str | None, ckpt_mount: str | None, volumes: tu
         if owner is not None:
             mounts[mounts.index(owner)] = Mount(owner.path, (*owner.keys, key), owner.claim, owner.host_type)
             continue
-        kind = (
-            "DirectoryOrCreate"
-            if key.startswith("checkpoint.")
-            else ("File" if key.startswith(("data.", "models.reward_remote")) and "." in PurePosixPath(path).name else "Directory")
-        )
+        is_file = PurePosixPath(path).suffix in FILE_SUFFIXES
+        kind = "DirectoryOrCreate" if key.startswith("checkpoint.") else ("File" if is_file else "Directory")
         mounts.append(Mount(path, (key,), None, kind))
     return [m for m in mounts if m.keys]
 
@@ -211,16 +216,16 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
             hint=launch.memory.host_fix() if launch.memory is not None else "spread the training roles over more nodes",
         )
     mount = _checkpoint_mount(cfg.checkpoint.ckpt_path, opts.pvc)
-    if opts.pvc is None:
+    if opts.pvc is None and not PurePosixPath(cfg.checkpoint.ckpt_path).is_absolute():
         notes.append(
             "no --pvc: checkpoints stay in each pod's own filesystem and go with it"
             + ("; multi-node DeepSpeed checkpoints need storage every pod shares" if cfg.cluster.nodes > 1 else "")
         )
-    elif not _SUBDOMAIN.match(opts.pvc):
+    if opts.pvc is not None and not _SUBDOMAIN.match(opts.pvc):
         raise UserError(f"--pvc {opts.pvc!r} is not a PersistentVolumeClaim name", hint="lowercase letters, digits, '-' and '.'")
     save = cfg.checkpoint.save_path
-    if mount is not None and PurePosixPath(save).is_absolute() and not _under(save, mount):
-        notes.append(f"checkpoint.save_path {save} is not on the PVC (mounted at {mount}): the final model stays in the pod")
+    if not PurePosixPath(save).is_absolute():
+        notes.append(f"checkpoint.save_path {save} is relative: the final model stays in the pod's working directory")
     if opts.secret is not None and not _SUBDOMAIN.match(opts.secret):
         raise UserError(f"--secret {opts.secret!r} is not a Secret name", hint="lowercase letters, digits, '-' and '.'")
     if opts.hf_cache is not None and not _SUBDOMAIN.match(opts.hf_cache):
@@ -228,10 +233,10 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
     paths = _mounts(launch, opts.pvc, mount, opts.volumes)
     for m in paths:
         if m.claim is None:
-            notes.append(
-                f"{', '.join(m.keys)}: {m.path} is mounted from each node's own {m.path} (hostPath, storage the nodes share); "
-                f"--volume {m.path}=CLAIM takes it from a PVC"
-            )
+            other = f"--volume {m.path}=CLAIM takes it from a PVC"
+            if "checkpoint.ckpt_path" in m.keys:
+                other = "--pvc CLAIM mounts a PVC over ckpt_path's directory"
+            notes.append(f"{', '.join(m.keys)}: {m.path} is mounted from each node's own {m.path} (hostPath, storage the nodes share); {other}")
     hub = [v for v in (cfg.models.actor, cfg.models.reward, cfg.models.critic) if v and not v.startswith(("/", ".", "~"))]
     if opts.secret is None and (hub or cfg.logging.wandb.project):
         notes.append(
@@ -255,8 +260,8 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
     config_map = f"{name}-config" if opts.rayjob and opts.config_text is not None else None
     nodes = cfg.cluster.nodes
     notes.append(
-        f"each of the {nodes} pod{'s' if nodes > 1 else ''} ({'head + ' + str(nodes - 1) + ' workers' if nodes > 1 else 'the head alone'}) "
-        f"requests {size.gpus} GPUs, {size.cpus} CPUs and {size.memory_gib}Gi of memory: {size.why()}; "
+        (f"each of the {nodes} pods (head + {nodes - 1} workers)" if nodes > 1 else "the one pod (the head alone)")
+        + f" requests {size.gpus} GPUs, {size.cpus} CPUs and {size.memory_gib}Gi of memory: {size.why()}; "
         f"the plan's host RAM per node: {size.per_node() or 'none'} (Ray PACK may put the busiest node's roles on any pod)"
     )
     spec = _cluster_spec(launch, size, image, ray_version, labels, paths, rdma, config_map, opts)
