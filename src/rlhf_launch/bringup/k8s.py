@@ -236,7 +236,7 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
             other = f"--volume {m.path}=CLAIM takes it from a PVC"
             if "checkpoint.ckpt_path" in m.keys:
                 other = "--pvc CLAIM mounts a PVC over ckpt_path's directory"
-            notes.append(f"{', '.join(m.keys)}: {m.path} is mounted from each node's own {m.path} (hostPath, storage the nodes share); {other}")
+            notes.append(f"{', '.join(m.keys)}: {m.path} is mounted from the node's own {m.path} (hostPath, shared storage); {other}")
     hub = [v for v in (cfg.models.actor, cfg.models.reward, cfg.models.critic) if v and not v.startswith(("/", ".", "~"))]
     if opts.secret is None and (hub or cfg.logging.wandb.project):
         notes.append(
