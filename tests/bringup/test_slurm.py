@@ -101,8 +101,11 @@ STUB_SLURM = {
 nodes=n1
 for a in "$@"; do case "$a" in --exclude=*) nodes="n2 n3";; esac; done
 while [ $# -gt 0 ]; do case "$1" in -w) shift 2 ;; -*) shift ;; *) break ;; esac; done
-for n in $nodes; do SLURMD_NODENAME=$n "$@" & done
-wait""",
+pids=()
+for n in $nodes; do SLURMD_NODENAME=$n "$@" & pids+=($!); done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+exit $rc""",
 }
 
 # The launcher: records each call with the state dir it was given; `watch` ends with
@@ -117,7 +120,10 @@ case "$1" in
   up|join) [ "$1" = up ] && for a in "$@"; do [ "$prev" = --token-file ] && (umask 077; echo secret >"$a"); prev=$a; done
      # a --block node: runs until its SIGTERM, then stops its Ray and exits 0
      trap 'echo "node $SLURMD_NODENAME stopped" >>"$STUB_LOG"; exit 0' TERM; while :; do sleep 0.1; done ;;
-  status) if [ -n "${STUB_NODES_MISSING:-}" ] && [[ " $* " == *" --wait-nodes 3 "* ]]; then exit 1; fi
+  status) # a node counts once its step started (wrote its pid), as a real one is alive only then
+          want=0; for a in "$@"; do [ "$prev" = --wait-nodes ] && want=$a; prev=$a; done
+          for _ in $(seq 200); do [ "$(ls "$STUB_DIR"/shared/slurm-*/nodes/*.pid 2>/dev/null | wc -l)" -ge "$want" ] && break; sleep 0.1; done
+          if [ -n "${STUB_NODES_MISSING:-}" ] && [[ " $* " == *" --wait-nodes 3 "* ]]; then exit 1; fi
           [[ " $* " == *" --json "* ]] && echo '{"nodes": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}' ;;
   submit) mkdir -p "$RLHF_LAUNCH_HOME/runs"; echo '{"status": "RUNNING"}' >"$RLHF_LAUNCH_HOME/runs/tiny-1node-20260101-000000-abcdef.json"
           mkdir -p "$STUB_DIR/ckpt/_actor" && echo weights >"$STUB_DIR/ckpt/_actor/model.pt" ;;
@@ -164,6 +170,7 @@ class Harness:
 
     def run(self, **extra: str) -> subprocess.CompletedProcess:
         self.log.write_text("")
+        shutil.rmtree(self.shared / "slurm-77-0", ignore_errors=True)  # each allocation its own (Slurm's job id differs)
         command = ["bash", "-c", 'umask 022 && exec bash "$0"', str(self.script)]  # a site's usual umask
         return subprocess.run(command, env=self.env(**extra), capture_output=True, text=True, timeout=60)
 

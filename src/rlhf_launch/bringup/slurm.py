@@ -287,20 +287,20 @@ wait_gone() {  # wait_gone PID...: until every one ended, STOP_TIMEOUT at most f
 }
 
 stop_step() {  # stop_step SRUN_ARGS...: SIGTERM to the launcher of each node's Ray (it stops its Ray and exits 0)
+  # fails where a node has no launcher to signal (its step not started yet, or ended) or no step could start
+  # (an ending allocation): stop_nodes then signals the node steps themselves; hence its errors unshown
   # shellcheck disable=SC2016 # expanded on the node
   srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 --job-name=rlhf-ray-stop "$@" "${CONTAINER[@]}" bash -c \
-    'pid=$(cat "$0/nodes/$SLURMD_NODENAME.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null; exit 0' "$JOBDIR" 2>/dev/null
-}  # its errors unshown: an allocation that is ending takes no new step, and stop_nodes then signals the steps
+    'pid=$(cat "$0/nodes/$SLURMD_NODENAME.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null' "$JOBDIR" 2>/dev/null
+}
 
 stop_nodes() {  # end the Ray nodes this script started, the workers first, each step ending with exit 0
   local steps pid
   if [ -n "$WORKERS_PID" ] && kill -0 "$WORKERS_PID" 2>/dev/null; then
-    stop_step --nodes=$((NODES - 1)) --ntasks=$((NODES - 1)) --exclude="$HEAD_NODE"
-    wait_gone $WORKERS_PID
+    stop_step --nodes=$((NODES - 1)) --ntasks=$((NODES - 1)) --exclude="$HEAD_NODE" && wait_gone $WORKERS_PID
   fi
   if [ -n "$HEAD_PID" ] && kill -0 "$HEAD_PID" 2>/dev/null; then
-    stop_step --nodes=1 --ntasks=1 -w "$HEAD_NODE"
-    wait_gone $HEAD_PID
+    stop_step --nodes=1 --ntasks=1 -w "$HEAD_NODE" && wait_gone $HEAD_PID
   fi
   local left=""
   for pid in $WORKERS_PID $HEAD_PID; do kill -0 "$pid" 2>/dev/null && left=1; done
