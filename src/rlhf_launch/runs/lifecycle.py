@@ -308,6 +308,25 @@ def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
     return runs.update(run.run_id, change)
 
 
+def mark_interrupted(run_id: str, why: str, now: float | None = None) -> Run:
+    """The run's cluster ended under it (a Slurm allocation cancelled or out of time, its pods
+    deleted): nothing of it can still run, so the run is STOPPED as a user stop is, and every
+    attempt still recorded live ends STOPPED with `why`. A run that SUCCEEDED stays so."""
+    ended = time.time() if now is None else now
+
+    def change(record: Run) -> None:
+        for attempt in record.attempts:
+            if attempt.status.is_live():
+                attempt.status = AttemptStatus.STOPPED
+                attempt.ended = ended
+                attempt.message = f"interrupted: {why}"
+        if record.status is not RunStatus.SUCCEEDED:
+            record.stopped_by_user = True
+            record.status = RunStatus.STOPPED
+
+    return runs.update(run_id, change)
+
+
 def mark_stopped(run_id: str) -> Run:
     def change(record: Run) -> None:
         record.stopped_by_user = True
