@@ -21,6 +21,9 @@ def command(
     script_version: str | None = typer.Option(
         None, "--script-version", help="release the script was written for (default: the newest whose parser accepts all its flags)"
     ),
+    openrlhf_source: str | None = typer.Option(
+        None, "--openrlhf-source", help="an OpenRLHF fork's checkout the trainer runs: read the script with its own flags"
+    ),
     variables: list[str] | None = typer.Option(
         None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False
     ),
@@ -47,9 +50,21 @@ def command(
         if not sep or not name.isidentifier():
             raise UserError(f"--var {item!r} is not NAME=VALUE")
         environ[name] = value
+    fork = None
+    if openrlhf_source is not None:
+        if openrlhf_version or script_version:
+            raise UserError("--openrlhf-source reads the script with the fork's own flags; drop --openrlhf-version and --script-version")
+        from rlhf_launch.openrlhf import fork as forks
+
+        fork = forks.read(openrlhf_source, via="--openrlhf-source")
     try:
         imported = import_script(
-            text, name=config_name(path.stem), environ=environ, script_version=script_version, target_version=openrlhf_version
+            text,
+            name=config_name(path.stem),
+            environ=environ,
+            script_version=script_version,
+            target_version=openrlhf_version,
+            fork=fork,
         )
     except ScriptError as exc:
         raise UserError(f"{script}: {exc}", hint="the script must run python -m openrlhf.cli.train_ppo_ray once") from None
@@ -64,6 +79,7 @@ def command(
         for line in notes:
             output.echo(imported.clean(line))
         versions = imported.source if imported.source == imported.target else f"{imported.source} -> {imported.target}"
-        output.echo(f"wrote {target} (openrlhf {versions}); check it with: rlhf-launch plan {target}")
+        shown = versions if fork is not None else f"openrlhf {versions}"
+        output.echo(f"wrote {target} ({shown}); check it with: rlhf-launch plan {target}")
     if not imported.ok:
         output.exit_with(output.FAILED)

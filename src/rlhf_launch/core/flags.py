@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from rlhf_launch.core.config import LaunchConfig
@@ -181,6 +182,15 @@ def _flag_value(path: str, flag: str, spelling: tuple[str, ...] = ()) -> Getter:
     return FLAG_VALUES.get(flag.rsplit(".", 1)[-1]) or value_of(path)
 
 
+@cache
+def _default(path: str) -> Any:
+    """The config's default for key `path` (what a config that does not set it holds)."""
+    node: Any = LaunchConfig.model_validate({"name": "default"})
+    for part in path.split("."):
+        node = getattr(node, part, None)
+    return node
+
+
 def _set(value: Any) -> bool:
     return value not in (None, False, [], "")
 
@@ -242,7 +252,10 @@ def render(
     for path in dialect.SPELLINGS:
         spelling = dialect.spelling_for(path, flags)
         if spelling is None:
-            if _set(value_of(path)(ctx)):
+            value = value_of(path)(ctx)
+            if flags.fork is not None and value == _default(path):
+                continue  # a fork older than the key: left at the config's default, the fork's own applies
+            if _set(value):
                 findings.append(error(path, f"openrlhf {flags.version} has no flag for {path}", "remove it or pick a release that has it"))
             continue
         for name in spelling:

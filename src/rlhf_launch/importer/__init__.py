@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from rlhf_launch.importer.argv import written_flags
 from rlhf_launch.importer.bash import ScriptError, TrainerCall, parse_script
 from rlhf_launch.importer.to_config import Imported, config_name, import_call
+from rlhf_launch.openrlhf.flagset import FlagSet
 
 __all__ = ["Imported", "ScriptError", "TrainerCall", "config_name", "import_call", "import_script", "parse_script", "written_flags"]
 
@@ -23,13 +24,15 @@ def import_script(
     environ: Mapping[str, str] | None = None,
     script_version: str | None = None,
     target_version: str | None = None,
+    fork: FlagSet | None = None,
 ) -> Imported:
     """The config imported from the script `text` (its trainer call: `.call`).
 
     `environ` supplies variables the script reads but does not set; `script_version` is the
     release the script was written for (default: detected), `target_version` the release to
-    write the config for (default: the script's). Raises ScriptError when the script has no
+    write the config for (default: the script's); `fork` an OpenRLHF fork's flags (openrlhf/fork.py),
+    which read the script and which the config is written for. Raises ScriptError when the script has no
     (or two) trainer calls, UserError when no release can read its flags.
     """
     call = parse_script(text, environ=environ)
-    return import_call(call, name=name, script_version=script_version, target_version=target_version)
+    return import_call(call, name=name, script_version=script_version, target_version=target_version, fork=fork)
