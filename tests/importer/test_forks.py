@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support import forks
 from typer.testing import CliRunner
 
 from rlhf_launch.cli.app import app
@@ -82,43 +83,9 @@ def _cases() -> list[Case]:
 CASES = _cases()
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, dict) and "expr" in value:
-        return str(value["expr"])
-    return repr(value)
-
-
-def trainer_source(flags: list[dict[str, Any]], group_estimators: list[str]) -> str:
-    """A stand-in train_ppo_ray.py that defines exactly `flags` (what extract.py reads back)."""
-    lines = ["import argparse", "", "", "if __name__ == '__main__':", "    parser = argparse.ArgumentParser()"]
-    for flag in flags:
-        parts = [repr(f"--{flag['name']}")]
-        if flag["dest"] != flag["name"].replace("-", "_"):
-            parts.append(f"dest={flag['dest']!r}")
-        for key in ("action", "type", "default", "choices", "nargs"):
-            if key not in flag:
-                continue
-            value = flag[key]
-            if key == "type":
-                parts.append(f"type={value}" if isinstance(value, str) else f"type={_literal(value)}")
-            else:
-                parts.append(f"{key}={_literal(value)}")
-        lines.append(f"    parser.add_argument({', '.join(parts)})")
-    lines.append("    args = parser.parse_args()")
-    if group_estimators:
-        lines += [f"    if args.advantage_estimator in {group_estimators!r}:", "        assert args.n_samples_per_prompt > 1"]
-    return "\n".join(lines) + "\n"
-
-
 def write_fork(tmp: Path, data: dict[str, Any]) -> Path:
     """A stand-in checkout of the fork: its trainer's flags and its version file."""
-    root = tmp / data["repo"].replace("/", "+")
-    (root / "openrlhf" / "cli").mkdir(parents=True, exist_ok=True)
-    (root / "openrlhf" / "__init__.py").write_text("")
-    (root / fork.TRAINER).write_text(trainer_source(data["flags"], data["group_estimators"]))
-    if data.get("version"):
-        (root / "version.txt").write_text(data["version"] + "\n")
-    return root
+    return forks.write_fork(tmp / data["repo"].replace("/", "+"), data["flags"], data["group_estimators"], data.get("version"))
 
 
 def load_data(case: Case) -> dict[str, Any]:

@@ -219,12 +219,12 @@ def misfit(flags: FlagSet, name: str, value: Any) -> str:
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     nargs = flag.nargs
     if nargs is None and len(values) != 1:
-        return f"--{name} takes one value in openrlhf {flags.version}; got {len(values)}"
+        return f"--{name} takes one value in {flags.label}; got {len(values)}"
     if isinstance(nargs, int) and len(values) != nargs:
-        return f"--{name} takes {nargs} values in openrlhf {flags.version}; got {len(values)}"
+        return f"--{name} takes {nargs} values in {flags.label}; got {len(values)}"
     if flag.choices and any(v not in flag.choices for v in values):
         shown = repr(values[0]) if len(values) == 1 else repr(values)
-        return f"openrlhf {flags.version} has no {shown} for --{name} (choices: {', '.join(map(str, flag.choices))})"
+        return f"{flags.label} has no {shown} for --{name} (choices: {', '.join(map(str, flag.choices))})"
     return ""
 
 
@@ -256,7 +256,7 @@ def render(
             if flags.fork is not None and value == _default(path):
                 continue  # a fork older than the key: left at the config's default, the fork's own applies
             if _set(value):
-                findings.append(error(path, f"openrlhf {flags.version} has no flag for {path}", "remove it or pick a release that has it"))
+                findings.append(error(path, f"{flags.label} has no flag for {path}", "remove it or pick a release that has it"))
             continue
         for name in spelling:
             try:
@@ -264,7 +264,7 @@ def render(
                 argv += tokens(flags, name, value)
             except Unexpressible as exc:
                 findings.append(
-                    error(exc.key or path, f"openrlhf {flags.version} cannot express {exc}", "pick a release that has it, or another value")
+                    error(exc.key or path, f"{flags.label} cannot express {exc}", "pick a release that has it, or another value")
                 )
                 break
             except TypeError as exc:
@@ -280,9 +280,7 @@ def render(
     if load_checkpoint or cfg.checkpoint.load:
         load_flag = dialect.pick(flags, dialect.LOAD_FLAG)
         if load_flag is None:
-            findings.append(
-                error("checkpoint.load" if cfg.checkpoint.load else "resume", f"openrlhf {flags.version} has no checkpoint load flag")
-            )
+            findings.append(error("checkpoint.load" if cfg.checkpoint.load else "resume", f"{flags.label} has no checkpoint load flag"))
         else:
             argv.append(f"--{load_flag}")
     argv_extra, extra_findings = _render_extra(cfg, flags)
@@ -308,7 +306,7 @@ def _foreign(argv: list[str], flags: FlagSet, said: list[Finding]) -> list[Findi
         out.append(
             error(
                 "openrlhf.version",
-                f"openrlhf {flags.version} has no flag --{name}: it is {where}, and its parser refuses any other",
+                f"{flags.label} has no flag --{name}: it is {where}, and its parser refuses any other",
                 f"pick a release that has it ({', '.join(having[-3:])}) or drop the setting" if having else "drop the setting",
             )
         )
@@ -347,8 +345,8 @@ def _render_extra(cfg: LaunchConfig, flags: FlagSet) -> tuple[list[str], list[Fi
             if nameless is not None:
                 findings.append(error(key, *nameless))
                 continue
-            hint = f"openrlhf {flags.version} calls it {guess}" if guess else "see the release's train_ppo_ray flags"
-            findings.append(error(key, f"openrlhf {flags.version} has no flag --{name}", hint))
+            hint = f"{flags.label} calls it {guess}" if guess else "see the release's train_ppo_ray flags"
+            findings.append(error(key, f"{flags.label} has no flag --{name}", hint))
             continue
         if name not in flags:
             is_error, message, hint = spelled.explain(name, value, flags.version)
