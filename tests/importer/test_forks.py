@@ -121,7 +121,15 @@ def round_trip(case: Case, tmp: Path) -> Outcome:
     if written.get("openrlhf", {}).get("source") != str(root.resolve()):
         outcome.reason = "import did not record openrlhf.source"
         return outcome
-    planned = runner.invoke(app, ["plan", str(config), "--json"], env={"WANDB_API_KEY": FAKE_KEY})
+    flags = fork.read(str(root))
+    assert flags.fork is not None
+    parser = flags.parser()
+    script_argv = list(parse_script(case.file.read_text(), dict(case.variables)).argv)
+    script, unknown = parser.parse_known_args(script_argv)
+    # The user exports the W&B key where the script passed one (a script that names a W&B project but
+    # passes no key, or an empty one, ran without W&B; import says plan turns W&B on once it is exported).
+    key = FAKE_KEY if getattr(script, "use_wandb", None) else None
+    planned = runner.invoke(app, ["plan", str(config), "--json"], env={"WANDB_API_KEY": key})
     try:
         result = json.loads(planned.stdout)
     except ValueError:
@@ -132,11 +140,6 @@ def round_trip(case: Case, tmp: Path) -> Outcome:
         outcome.reason = "plan refused"
         outcome.detail = [f"{f['key']}: {f['message']}" for f in result.get("findings", []) if f["level"] == "error"]
         return outcome
-    flags = fork.read(str(root))
-    assert flags.fork is not None
-    parser = flags.parser()
-    script_argv = list(parse_script(case.file.read_text(), dict(case.variables)).argv)
-    script, unknown = parser.parse_known_args(script_argv)
     plan, plan_unknown = parser.parse_known_args(result["trainer_argv"])
     outcome.own = [n for n in flags.fork.only if f"--{n}" in {t.split("=", 1)[0] for t in script_argv}]
     if unknown or plan_unknown:

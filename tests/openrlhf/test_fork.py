@@ -145,3 +145,14 @@ def test_import_with_openrlhf_source_records_it_and_plan_renders_the_forks_flags
     planned = runner.invoke(app, ["plan", str(out)])
     assert "--rollout.mode cut" in planned.output and "--rollout.n_cuts 3" in planned.output
     assert planned.output.count("own flags pass through unchecked") == 1
+
+
+def test_a_fork_without_reward_model_flags_scores_rollouts_itself(tmp_path):
+    stock, groups = forks.stock_flags("0.8.0")
+    gone = {"reward_pretrain", "reward_num_nodes", "reward_num_gpus_per_node", "colocate_critic_reward"}
+    root = forks.write_fork(tmp_path / "rule", [f for f in stock if f["name"] not in gone], groups, "0.5.0")
+    launch = prepare(config(tmp_path, f"openrlhf.source={root}", "models.reward=null", "placement.colocate=[actor_ref]"))
+    assert launch.ok, messages(launch, "error")
+    reward = launch.plan.role("reward")
+    assert not reward.enabled and reward.reason == "off: the fork itself (it has no reward model flag) scores rollouts"
+    assert not any(t.startswith("--reward") for t in launch.argv)

@@ -191,6 +191,14 @@ def _default(path: str) -> Any:
     return node
 
 
+def _unset(cfg: LaunchConfig, path: str) -> bool:
+    """Whether the config leaves key `path` at its default (a value the plan derives is not the user's)."""
+    try:
+        return bool(_config_value(cfg, path) == _default(path))
+    except AttributeError:
+        return False
+
+
 def _set(value: Any) -> bool:
     return value not in (None, False, [], "")
 
@@ -253,8 +261,8 @@ def render(
         spelling = dialect.spelling_for(path, flags)
         if spelling is None:
             value = value_of(path)(ctx)
-            if flags.fork is not None and value == _default(path):
-                continue  # a fork older than the key: left at the config's default, the fork's own applies
+            if flags.fork is not None and (value == _default(path) or _unset(ctx.cfg, path)):
+                continue  # a fork without the key's flag: left unset in the config, the fork's own default applies
             if _set(value):
                 findings.append(error(path, f"{flags.label} has no flag for {path}", "remove it or pick a release that has it"))
             continue

@@ -17,7 +17,7 @@ from rlhf_launch.core.plan import Plan, TrainerExtras, build_plan
 from rlhf_launch.core.secrets import wandb_key
 from rlhf_launch.core.settings import Settings
 from rlhf_launch.core.storage import StorageBudget
-from rlhf_launch.openrlhf import fork
+from rlhf_launch.openrlhf import dialect, fork
 from rlhf_launch.openrlhf.flagset import FlagSet, for_version
 
 
@@ -121,11 +121,12 @@ def prepare(
     use_wandb = bool(secret and cfg.logging.wandb.project)
     files = shipped.plan(cfg)
     # The argv needs only the placement of each role, which the trainer's settings do not change.
-    rendered = flag_render.render(cfg, build_plan(cfg), flags, wandb=use_wandb, load_checkpoint=load_checkpoint, files=files.paths)
+    builtin = TrainerExtras(builtin_reward=builtin_reward(flags))
+    rendered = flag_render.render(cfg, build_plan(cfg, builtin), flags, wandb=use_wandb, load_checkpoint=load_checkpoint, files=files.paths)
     settings, startup = trainer_settings.resolve(cfg, flags, rendered.argv)
     refused = {f.key for f in errors(rendered.findings)}
     startup = [f for f in startup if not (f.key in refused and "refuses --" in f.message)]  # said once, by render
-    plan = build_plan(cfg, extras(settings))
+    plan = build_plan(cfg, replace(extras(settings), builtin_reward=builtin.builtin_reward))
     memory = estimate(cfg, plan, settings)
     findings = [
         *said,
@@ -168,6 +169,11 @@ def flag_set(cfg: LaunchConfig, version: str | None = None) -> tuple[FlagSet, li
             warning("openrlhf.version", f"openrlhf {ignored[0]} is not used: the trainer runs {flags.label}", f"remove it, or {via}")
         )
     return flags, said
+
+
+def builtin_reward(flags: FlagSet) -> bool:
+    """A fork with no flag for a reward model scores rollouts itself: no reward role is placed."""
+    return flags.fork is not None and dialect.pick(flags, dialect.TRAINER["reward_model"]) is None
 
 
 def fork_findings(flags: FlagSet, argv: list[str]) -> list[Finding]:
