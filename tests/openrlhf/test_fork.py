@@ -156,3 +156,19 @@ def test_a_fork_without_reward_model_flags_scores_rollouts_itself(tmp_path):
     reward = launch.plan.role("reward")
     assert not reward.enabled and reward.reason == "off: the fork itself (it has no reward model flag) scores rollouts"
     assert not any(t.startswith("--reward") for t in launch.argv)
+
+
+def test_a_forks_own_converters_read_as_the_fork_reads_them(tmp_path):
+    stock, groups = forks.stock_flags("0.8.0")
+    own = [
+        {"name": "use_multiturn", "dest": "use_multiturn", "action": "store", "type": {"expr": "bool"}, "default": False},
+        {"name": "custom_configs", "dest": "custom_configs", "action": "store", "type": {"expr": "json.loads"}, "default": None},
+        {"name": "odd", "dest": "odd", "action": "store", "type": {"expr": "str2list"}, "default": None},
+    ]
+    flags = fork.read(str(forks.write_fork(tmp_path / "conv", stock + own, groups, "0.6.2")))
+    args = flags.parse(["--use_multiturn", "False", "--custom_configs", '{"a": 1}', "--odd", "x,y"])
+    assert args.use_multiturn is True  # bool("False"): the fork's own parser reads it so
+    assert args.custom_configs == {"a": 1} and args.odd == "x,y"
+    launch = prepare(config(tmp_path, f"openrlhf.source={tmp_path / 'conv'}", "extra_args.use_multiturn=true"))
+    assert launch.ok, messages(launch, "error")
+    assert launch.argv[-2:] == ["--use_multiturn", "True"]

@@ -213,6 +213,8 @@ def tokens(flags: FlagSet, name: str, value: Any) -> list[str]:
         if not isinstance(value, bool):
             raise TypeError(f"--{name} is a switch; got {value!r}")
         return [f"--{name}"] if value == wanted else []
+    if isinstance(value, bool) and flag.type == {"expr": "bool"}:
+        return [f"--{name}", "True" if value else ""]  # a fork's `type=bool`: any non-empty text reads as True
     if isinstance(value, bool):
         raise TypeError(f"--{name} takes a value, not a switch")
     values = list(value) if isinstance(value, (list, tuple)) else [value]

@@ -27,6 +27,16 @@ _TRAINER_FILE = "openrlhf/cli/train_ppo_ray.py"
 _TYPES = {"int": int, "float": float, "str": str}
 
 
+# Converters forks give `type=` (kept by extract.py as {"expr": source}) that argparse runs as they are.
+_CONVERTERS: dict[str, Any] = {"bool": bool, "json.loads": json.loads}
+
+
+def _converter(kind: Any) -> Any:
+    """The callable a fork's `type=` names, where it is a known one; else read the value as text."""
+    expr = kind.get("expr") if isinstance(kind, dict) else None
+    return _CONVERTERS.get(expr, str) if isinstance(expr, str) else str
+
+
 class _Parser(argparse.ArgumentParser):
     """Raises instead of printing usage and exiting, so the launcher can report the error."""
 
@@ -45,7 +55,7 @@ class Flag:
     name: str
     dest: str
     action: str = "store"
-    type: str | None = None
+    type: str | dict[str, str] | None = None  # int, float, str; a fork's own converter: {"expr": source}
     default: Any = None
     choices: tuple[Any, ...] | None = None
     nargs: Any = None
@@ -106,8 +116,7 @@ class FlagSet:
             default = flag.default
             kwargs["default"] = None if isinstance(default, dict) else default
             if flag.action == "store":
-                # a type the source computes (a fork's own converter, kept as {"expr": ...}): read as text
-                kwargs["type"] = _TYPES.get(flag.type, str) if isinstance(flag.type, str) else str
+                kwargs["type"] = _TYPES.get(flag.type, str) if isinstance(flag.type, str) else _converter(flag.type)
                 if flag.nargs is not None:
                     kwargs["nargs"] = flag.nargs
                 if flag.choices is not None:
