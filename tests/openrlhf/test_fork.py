@@ -172,3 +172,10 @@ def test_a_forks_own_converters_read_as_the_fork_reads_them(tmp_path):
     launch = prepare(config(tmp_path, f"openrlhf.source={tmp_path / 'conv'}", "extra_args.use_multiturn=true"))
     assert launch.ok, messages(launch, "error")
     assert launch.argv[-2:] == ["--use_multiturn", "True"]
+
+
+def test_import_with_a_source_that_holds_no_trainer_is_a_user_error(tmp_path):
+    script = tmp_path / "train.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain m\n")
+    done = CliRunner().invoke(app, ["import", str(script), "--openrlhf-source", str(tmp_path)])
+    assert done.exit_code == 2 and "--openrlhf-source" in done.output and "holds no openrlhf/cli/train_ppo_ray.py" in done.output

@@ -1,5 +1,8 @@
 """`rlhf-launch import SCRIPT [-o OUT.yaml]`: turn a script that runs the trainer into a config.
 
+`--openrlhf-source DIR` reads the script with an OpenRLHF fork's own flags (openrlhf/fork.py) and
+writes `openrlhf.source: <absolute DIR>` instead of a release.
+
 Exit 0 when the config reproduces the script; 1 when it was written but something of the
 script is left out (a flag the target release removed, an unknown flag: the findings say
 which); 2 for a user error (no such file, not UTF-8, no trainer call in it, OUT exists).
