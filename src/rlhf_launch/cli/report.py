@@ -105,7 +105,7 @@ def estimate_text(est: StepEstimate) -> list[str]:
 
 def plan_text(launch: Launch) -> str:
     plan, cfg = launch.plan, launch.cfg
-    lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
+    lines = [f"plan {cfg.name}: {launch.flags.label} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
     rows = [["role", "nodes x GPUs", "GPUs", "placement group"]]
     for role in plan.roles:
         if role.enabled:

@@ -14,6 +14,7 @@ line `RLHF_LAUNCH_RESULT {"nodes": {node_id: {...}}}`. Standard library only, ex
 `agents` and `main`. `listing` (probes/ckpt.py) is prepended to this source by cluster/probe.py.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -85,6 +86,19 @@ def packages(path: list[str]) -> dict[str, Any]:
             found = None
         out[name] = {"version": version, "location": location, "module": bool(found), "module_at": getattr(found, "origin", None)}
     return out
+
+
+def trainer_sha256(found: dict[str, Any]) -> str | None:
+    """sha256 of the trainer file of the openrlhf the node's path finds (None: none found)."""
+    origin = (found.get("openrlhf") or {}).get("module_at")
+    if not origin:
+        return None
+    trainer = os.path.join(os.path.dirname(origin), "cli", "train_ppo_ray.py")
+    try:
+        with open(trainer, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def deep_imports(env: dict[str, str], names: list[str], timeout: float) -> dict[str, str]:
@@ -396,6 +410,8 @@ def facts(spec: dict[str, Any]) -> dict[str, Any]:
         "memory": memory_gib(),
         "gpu": gpus(),
     }
+    if spec.get("trainer_hash"):
+        out["openrlhf_trainer_sha256"] = trainer_sha256(out["packages"])
     want_template = bool(spec.get("chat_template"))
     out["models"] = {role: model(value, env, want_template) for role, value in spec.get("models", {}).items()}
     keys = [k for k in spec.get("data_keys", []) if k]
