@@ -90,7 +90,11 @@ def test_ctrl_c_ends_quietly_and_closes_the_stream(capsys):
         finally:
             closed.append(True)
 
-    output.follow(chunks())
+    import typer
+
+    with pytest.raises(typer.Exit) as stopped:
+        output.follow(chunks())
+    assert stopped.value.exit_code == output.INTERRUPTED
     captured = capsys.readouterr()
     assert captured.out.splitlines() == ["one", "tw"]  # what came is printed, held part included
     assert captured.err.strip() == "stopped following; the job keeps running"

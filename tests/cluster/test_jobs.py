@@ -88,7 +88,7 @@ def test_logs_follow_streams_and_ctrl_c_leaves_the_job_running(cluster, cli_env,
         if re.match(r"\[rlhf-launch\] step ([3-9]|\d\d+)/400", line):  # log chunks come in batches of lines
             break
     follower.send_signal(signal.SIGINT)
-    follower.wait(timeout=30)
+    assert follower.wait(timeout=30) == 130  # Ctrl-C: 130, as every verb (README: exit codes)
     # the launcher's own progress lines, M from the trainer's episode bar, between whole log lines
     shown = [line for line in lines if line.startswith("[rlhf-launch] step ")]
     assert shown and re.match(r"\[rlhf-launch\] step \d+/400", shown[-1]), lines
