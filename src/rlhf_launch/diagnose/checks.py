@@ -196,7 +196,9 @@ def gpu_oom_hint(ctx: Ctx) -> str:
             "or a higher `placement.vllm.tensor_parallel_size`"
         )
     if ctx.phase == "make_experience":
-        return "resume with a lower `train.micro_rollout_batch_size` (ref/critic/reward forward passes) or `deepspeed.ref_reward_offload=true`"
+        return (
+            "resume with a lower `train.micro_rollout_batch_size` (ref/critic/reward forward passes) or `deepspeed.ref_reward_offload=true`"
+        )
     if ctx.phase == "model_load":
         return (
             "the models do not fit: resume with `deepspeed.adam_offload=true` or a lower `placement.vllm.gpu_memory_utilization` "

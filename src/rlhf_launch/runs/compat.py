@@ -95,6 +95,7 @@ def refused_changes(before: Launch, after: Launch, config: Callable[[Launch], di
     critic_before, critic_after = _dp(before, "critic"), _dp(after, "critic")
     if critic_before and critic_after and _get(old, "models.critic") != _get(new, "models.critic"):
         out.append(Change("models.critic", _get(old, "models.critic"), _get(new, "models.critic"), MODEL))
+    tp = max(1, before.plan.extras.ds_tensor_parallel_size)
     for role in ("actor", "critic"):
         was, now = _dp(before, role), _dp(after, role)
         if was and now and was != now:
@@ -104,7 +105,7 @@ def refused_changes(before: Launch, after: Launch, config: Callable[[Launch], di
                     was,
                     now,
                     f"DeepSpeed refuses it: 'The checkpoint being loaded used a DP world size of {was} but the current world "
-                    f"size is {now}'; keep the {role}'s GPUs (nodes x gpus_per_node) at {was * max(1, before.plan.extras.ds_tensor_parallel_size)}",
+                    f"size is {now}'; keep the {role}'s GPUs (nodes x gpus_per_node) at {was * tp}",
                 )
             )
     return out
