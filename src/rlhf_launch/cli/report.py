@@ -331,6 +331,17 @@ def diagnose_text(data: dict[str, Any]) -> str:
         head = f"{data['log']}:"
     else:
         head = f"{data['run_id']} attempt {data['attempt']} ({data['job_id']}, {data['job_status']}):"
+    if data.get("running") and "class" not in data:
+        shown = data.get("progress")
+        return "\n".join(
+            [
+                head,
+                f"  {str(data.get('job_status', 'running')).lower()}: no failure to classify"
+                + (f" ({shown})" if shown and shown != "-" else "")
+                + "; no stall recorded",
+                f"  follow it with `rlhf-launch logs {data.get('run_id')} --follow` or `rlhf-launch watch {data.get('run_id')}`",
+            ]
+        )
     if data.get("job_status") == "SUCCEEDED" and "class" not in data:
         lines = [head, "  nothing to diagnose: it succeeded"]
         for past in data.get("history", []):
