@@ -334,11 +334,18 @@ def node_of(ctx: Ctx) -> str:
     """The node a failure names: its IP (the message's own words first, then Ray's
     `(who, ip=...)` prefix), else a kernel log's host, else its Ray node id; from the
     decisive line, else the few lines before it; "" when the log does not say."""
-    for line in (ctx.text, *reversed(ctx.previous_lines(5))):
+    lines = (ctx.text, *reversed(ctx.previous_lines(5)))
+    for n, line in enumerate(lines):
         name = _node_in(line)
-        if name:
+        if name and not NODE_ID_ONLY.match(name):
             return name
+        if name:  # only Ray's node id: the IP of the same block (`ip: 10.0.0.42` of a RayActorError) names it too
+            ip = next((found for before in lines[n + 1 :] if (found := _node_in(before)) and not NODE_ID_ONLY.match(found)), "")
+            return f"{ip.split(' (')[0]} (node id {name})" if ip else name
     return ""
+
+
+NODE_ID_ONLY = re.compile(r"^[0-9a-f]{12}$")
 
 
 def gpu_of(ctx: Ctx) -> str:

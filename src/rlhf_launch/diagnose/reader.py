@@ -60,13 +60,24 @@ class Source:
         return out
 
     def text(self, lo: int, hi: int) -> str:
-        return self.read(lo, hi).decode("utf-8", "replace")
+        return plain(self.read(lo, hi).decode("utf-8", "replace"))
+
+
+# Terminal escapes: Ray colours its `(actor pid=..., ip=...)` prefixes (`\x1b[36m...\x1b[0m`),
+# tqdm and loggers colour levels. Read, matched and shown without them.
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def plain(text: str) -> str:
+    """`text` without terminal escape sequences (colours, cursor moves, titles)."""
+    return ANSI.sub("", text) if "\x1b" in text else text
 
 
 @dataclass
 class Line:
     offset: int  # in the source
-    text: str
+    text: str  # without terminal escapes
+    size: int = -1  # bytes of the line in the source (escapes included); -1: len(text) in UTF-8
 
 
 @dataclass
@@ -121,7 +132,7 @@ def pool(data: bytes, base: int, anchors: Sequence[bytes], every_line: bool = Fa
                 found.append(start)
                 i = data.find(anchor, end)
     order = sorted(spans)
-    lines = [Line(base + s, data[s : spans[s]].decode("utf-8", "replace")) for s in order]
+    lines = [Line(base + s, plain(data[s : spans[s]].decode("utf-8", "replace")), spans[s] - s) for s in order]
     index = {s: n for n, s in enumerate(order)}
     return Pool(lines, None if every_line else {a: [index[s] for s in starts] for a, starts in hits.items()})
 
