@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from rlhf_launch.util.text import plain
+
 __all__ = ["CHECKPOINT_STATES", "GLOBAL_STEP", "Line", "Pool", "Source", "find_step", "forward_chunks", "pool", "tail_start"]
 
 TAIL = 4 << 20  # searched for every rule
@@ -61,16 +63,6 @@ class Source:
 
     def text(self, lo: int, hi: int) -> str:
         return plain(self.read(lo, hi).decode("utf-8", "replace"))
-
-
-# Terminal escapes: Ray colours its `(actor pid=..., ip=...)` prefixes (`\x1b[36m...\x1b[0m`),
-# tqdm and loggers colour levels. Read, matched and shown without them.
-ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-
-
-def plain(text: str) -> str:
-    """`text` without terminal escape sequences (colours, cursor moves, titles)."""
-    return ANSI.sub("", text) if "\x1b" in text else text
 
 
 @dataclass
