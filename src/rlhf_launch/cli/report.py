@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rlhf_launch.core import picture
 from rlhf_launch.core.findings import Finding
+from rlhf_launch.util.text import plain
 
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
     from rlhf_launch.cluster.live import Live
@@ -361,6 +363,17 @@ def diagnose_text(data: dict[str, Any]) -> str:
         head = f"{data['log']}:"
     else:
         head = f"{data['run_id']} attempt {data['attempt']} ({data['job_id']}, {data['job_status']}):"
+    if data.get("running") and "class" not in data:
+        shown = data.get("progress")
+        return "\n".join(
+            [
+                head,
+                f"  {str(data.get('job_status', 'running')).lower()}: no failure to classify"
+                + (f" ({shown})" if shown and shown != "-" else "")
+                + "; no stall recorded",
+                f"  follow it with `rlhf-launch logs {data.get('run_id')} --follow` or `rlhf-launch watch {data.get('run_id')}`",
+            ]
+        )
     if data.get("job_status") == "SUCCEEDED" and "class" not in data:
         lines = [head, "  nothing to diagnose: it succeeded"]
         for past in data.get("history", []):
@@ -462,10 +475,25 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
 
     pending = ""
     told: set[str] = set()  # each diagnosis once (the supervisor repeats its state every minute)
+    hidden: list[str] = []  # the raylet's routine lines since the last line shown
+
+    def summary() -> Iterator[str]:
+        if hidden:
+            yield raylet_summary(hidden)
+            hidden.clear()
+
     for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split("\n")
         for line in complete:
+            if RAYLET_LINE.match(plain(line)):
+                if not RAYLET_DECISIVE.search(line):
+                    hidden.append(plain(line).strip())
+                    continue
+                yield from summary()
+                yield plain(line) + "\n"
+                continue
+            yield from summary()
             if line.startswith(STATE + " "):
                 try:
                     state = json.loads(line[len(STATE) + 1 :])
@@ -483,8 +511,26 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     yield diagnosis_text(found) + "\n"
             else:
                 yield line + "\n"
+    yield from summary()
     if pending:
         yield pending
+
+
+# Ray forwards its raylet's own log lines into a driver's output, `(raylet) ...` or
+# `(raylet, ip=10.0.0.3) ...` (coloured on a terminal): worker start-ups, dedup notices,
+# spilling; dozens a minute on a busy node. Only those about a death or memory matter here.
+RAYLET_LINE = re.compile(r"^\s*\(raylet(?:, ip=[\d.]+)?\)")
+RAYLET_DECISIVE = re.compile(
+    r"(?i)\b(?:died|dead|killed|kill(?:ing)?|SIG(?:KILL|TERM|SEGV)|out of memory|OOM|memory monitor|fatal|crash(?:ed)?|exited|lost|"
+    r"health check|disk (?:is )?full|no space)\b"
+)
+
+
+def raylet_summary(hidden: list[str]) -> str:
+    """One line for a run of the raylet's routine lines: how many, and the first."""
+    first = hidden[0] if len(hidden[0]) <= 120 else hidden[0][:117] + "..."
+    more = f" and {len(hidden) - 1} more raylet line{'s' if len(hidden) > 2 else ''}" if len(hidden) > 1 else ""
+    return f"[rlhf-launch] {first}{more} (routine; `rlhf-launch logs RUN` has the driver's log)\n"
 
 
 def presets_text(rows: list[dict[str, Any]]) -> str:

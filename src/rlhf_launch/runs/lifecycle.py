@@ -26,18 +26,6 @@ from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
 
-# Keys OpenRLHF needs unchanged to load a checkpoint (DeepSpeed partitioning, data order).
-RESUME_SENSITIVE = (
-    "placement",
-    "models",
-    "deepspeed.zero_stage",
-    "train.train_batch_size",
-    "train.micro_train_batch_size",
-    "train.rollout_batch_size",
-    "train.micro_rollout_batch_size",
-    "train.n_samples_per_prompt",
-    "checkpoint.ckpt_path",
-)
 # A submission Ray has not answered may still arrive: its attempt is LOST only after this.
 SUBMIT_GRACE = 120.0
 
@@ -60,17 +48,6 @@ class Supervision:
     poll: float = 5.0
     retry_on: tuple[str, ...] = ()
     no_retry_on: tuple[str, ...] = ()
-
-
-def _get(data: dict[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
-def changed_sensitive_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return [key for key in RESUME_SENSITIVE if _get(before, key) != _get(after, key)]
 
 
 def config_dict(cfg: LaunchConfig) -> dict[str, Any]:

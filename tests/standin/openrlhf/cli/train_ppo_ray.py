@@ -16,7 +16,8 @@
 - hangs forever where STANDIN_HANG says: `before_placement`, `after_placement`, or
   `after_step:N`, as a trainer does on a dead vLLM actor or a placement that never comes;
 - prints OpenRLHF-style progress: the args Namespace, a model actor's first line once the
-  groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step.
+  groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step
+  (through OpenRLHF's logger, with `timing/step_total` from 0.9.6 as the real trainer).
 Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
 """
 
@@ -264,7 +265,9 @@ def log(message):
 
 crash_file = os.path.join(ckpt, ".standin_crashes")
 draw(start)
+timed = version_key(fs.version) >= version_key("0.9.6")  # the step line's `timing/*` keys (ppo_trainer.py:541 in 0.11.0)
 for step in range(start + 1, steps + 1):
+    step_began = time.time()
     time.sleep(step_seconds)
     if holders_lost() or lost_nodes():
         print(f"lost a node at step {step}", flush=True)
@@ -277,7 +280,8 @@ for step in range(start + 1, steps + 1):
         print(f"injected crash at step {step}", flush=True)
         print(crash_excerpt(crash_class), flush=True)
         sys.exit(1)
-    log(f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}}}")
+    timing = f", 'timing/step_total': {time.time() - step_began:.4f}" if timed else ""
+    log(f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}{timing}}}")
     draw(step)  # the trainer updates its bar after the step's log line
     hang_here(f"after_step:{step}")
     if save_steps > 0 and step % save_steps == 0:
