@@ -166,8 +166,12 @@ def test_activations_follow_checkpointing_and_flash_attention():
     full = activations(shape, 1, 2048, checkpointing=False, flash=True)
     ckpt = activations(shape, 1, 2048, checkpointing=True, flash=True)
     no_flash = activations(shape, 1, 2048, checkpointing=False, flash=False)
-    assert full == 34 * 2048 * 8192 * 80  # Korthikanti et al.: 34 s b h per layer without the s^2 term
-    assert no_flash == pytest.approx(2048 * 8192 * 80 * (34 + 5 * 64 * 2048 / 8192))
+    # Korthikanti et al. count 34 s b h per layer for GPT's 4h MLP; a gated-MLP layer with fp32
+    # RMSNorms saves 22h + 8 x intermediate + 8 x KV width per token: 1.5x that at 70B
+    per_token = 22 * 8192 + 8 * 28672 + 8 * 8 * 128
+    assert full == 2048 * 80 * per_token
+    assert 1.3 < full / (34 * 2048 * 8192 * 80) < 1.6
+    assert no_flash == pytest.approx(2048 * 80 * (per_token + 5 * 64 * 2048))
     assert ckpt < full / 10
 
 
@@ -246,9 +250,15 @@ def test_colocated_roles_add_their_working_sets_one_phase_at_a_time():
     actor, ref = (next(r for r in report.roles if r.role == name) for name in ("actor", "ref"))
     assert set(group.phases) == {"experience:actor", "experience:ref", "train:actor"}
     assert group.peak < actor.gpu + ref.gpu
-    assert group.phases["train:actor"] == pytest.approx(actor.gpu + ref.resident)
-    assert group.phases["experience:ref"] == pytest.approx(actor.resident + ref.gpu)
-    assert group.phases["experience:actor"] == pytest.approx(actor.resident + sum(actor.forward.values()) + ref.resident)
+    # each phase: what is allocated, plus the allocator's fragmentation (a fraction of its working sets)
+    allocated = {name: total - group.made_of[name].get("allocator.fragmentation", 0.0) for name, total in group.phases.items()}
+    assert allocated["train:actor"] == pytest.approx(actor.gpu + ref.resident)
+    assert allocated["experience:ref"] == pytest.approx(actor.resident + ref.gpu)
+    assert allocated["experience:actor"] == pytest.approx(actor.resident + sum(actor.forward.values()) + ref.resident)
+    for name, total in group.phases.items():
+        assert sum(group.made_of[name].values()) == pytest.approx(total)  # what the peak is made of adds up to it
+        low, high = group.ranges[name]
+        assert low < allocated[name] <= total < high
 
 
 def test_dynamic_batching_budget_is_per_gpu_after_the_ring_split():
