@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -280,6 +281,39 @@ def test_plan_json_has_the_memory_list():
         assert m["gpu_gib_limit"] == 80
     text = run_cli("plan", "llama70b-4node").stdout
     assert "memory per GPU (GiB, of 80)" in text and "host RAM per node" in text
+
+
+def test_plan_shows_each_groups_peak_per_phase_with_headroom_and_what_it_is_made_of():
+    done = run_cli("plan", "llama70b-2node-hybrid", "--json")
+    (group,) = json.loads(done.stdout)["memory_groups"]
+    assert set(group["roles"]) == {"actor", "critic", "ref", "reward", "vllm"}
+    assert group["peak_phase"] == "generate" and group["limit_gib"] == 80
+    generate = group["phases"]["generate"]
+    assert generate["gib"] == group["peak_gib"] and group["headroom_gib"] == pytest.approx(80 - group["peak_gib"], abs=0.02)
+    low, high = generate["range_gib"]
+    assert low < generate["gib"] < high
+    assert sum(generate["made_of"].values()) == pytest.approx(generate["gib"], abs=0.2)
+    assert generate["made_of"]["vllm.kv_cache"] > 0 and "actor.params" in generate["made_of"]
+    assert {"train:actor", "train:critic", "experience:ref"} <= set(group["phases"])
+    text = run_cli("plan", "llama70b-2node-hybrid").stdout
+    assert "per phase (GiB per GPU" in text and "generate" in text and "<- peak" in text
+
+
+def test_a_hint_names_the_setting_and_the_peak_it_gives():
+    """Each setting in a memory hint comes with the peak it gives, measured again with it."""
+    report = estimate(validate(ACTOR_ONLY), build_plan(validate(ACTOR_ONLY)))
+    (err,) = [f for f in report.findings if f.reason == "memory"]
+    assert re.search(r"deepspeed\.adam_offload: true \(\d+\.\d -> \d+\.\d GiB, under the GPU\)", err.hint), err.hint
+
+
+def test_an_unknown_shape_with_a_stated_size_warns_with_a_range():
+    data = {**ACTOR_ONLY, "models": {"actor": "someone/mystery-70B-chat", "reward_remote_url": "http://rm"}}
+    report = estimate(validate(data), build_plan(validate(data)))
+    (warned,) = [f for f in report.findings if f.key == "models.actor"]
+    assert warned.level == "warning" and re.search(r"would need \d+-\d+ GiB of 80 \(over\)", warned.message), warned.message
+    (unsized,) = report.unsized
+    low, high = unsized.bracket
+    assert 80 < low <= high
 
 
 def test_a_colocated_memory_error_names_vllms_share_and_the_assumed_gpu_size():

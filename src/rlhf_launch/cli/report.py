@@ -71,11 +71,37 @@ def memory_text(memory: MemoryReport) -> list[str]:
     for r in memory.roles:
         for note in r.notes:
             lines.append(f"  {r.role}: {note}")
+    lines += phases_text(memory)
     if memory.host_per_node:
         busiest = max(memory.host_per_node.values())
         limit = f" of {memory.host_limit:g}" if memory.host_limit else " (cluster.host_memory_gb not set)"
         per_node = ", ".join(f"{v:.0f}" for v in memory.host_per_node.values())
         lines.append(f"  host RAM per node (GiB): {per_node}; busiest {busiest:.0f}{limit}")
+    return lines
+
+
+def phases_text(memory: MemoryReport, top: int = 4) -> list[str]:
+    """Each role group's peak per phase (GiB per GPU), its margin and headroom, and the largest
+    parts it is made of."""
+    lines = ["  per phase (GiB per GPU: estimate, margin, headroom; largest parts):"]
+    limit = memory.gpu_limit
+    for g in memory.groups:
+        lines.append(f"  {'+'.join(g.roles)} ({g.name}):")
+        rows = []
+        for phase, total in g.phases.items():
+            low, high = g.ranges.get(phase, (total, total))
+            made = sorted(g.made_of.get(phase, {}).items(), key=lambda kv: -kv[1])[:top]
+            mark = " <- peak" if phase == max(g.phases, key=lambda name: g.phases[name]) else ""
+            rows.append(
+                [
+                    f"  {phase}",
+                    f"{total:.1f}",
+                    f"{low:.1f}-{high:.1f}",
+                    f"{limit - total:+.1f}",
+                    ", ".join(f"{k} {v:.1f}" for k, v in made) + mark,
+                ]
+            )
+        lines += _table(rows, indent="    ")
     return lines
 
 

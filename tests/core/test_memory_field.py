@@ -1,0 +1,206 @@
+"""The memory estimate against public outcomes: launch flags users posted with their GPU and what
+happened (out of memory, or ran), collected in tests/data/memory/*.yaml by people who did not
+write the estimate. Each record's flags become the trainer argv, `import` makes it a config, the
+record's GPU memory and node shape are set, and `prepare` runs the estimate and its judgement.
+
+Scored per half (`split`: fit | heldout; the estimate's constants are adjusted against the fit
+half only): of the OOM reports, how many the estimate predicts (a memory finding that the peak
+is over the GPU: refused, or warned "expect out-of-memory"; in the reported phase where the
+report names one), and of the runs that ran, how many pass (no memory error).
+
+`python tests/core/test_memory_field.py` prints the figures and every miss with its reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlhf_launch.core.launch import Launch, prepare
+from rlhf_launch.errors import UserError
+from rlhf_launch.importer import import_script
+
+DATA = Path(__file__).parents[1] / "data" / "memory"
+# Where the estimate's phases meet the reports' words for them.
+PHASES = {
+    "train": ("train",),
+    "training": ("train",),
+    "make_experience": ("experience",),
+    "generation": ("generate",),
+    "generate": ("generate",),
+    "vllm_start": ("generate",),
+    "kv_cache": ("generate",),
+}
+# half -> (share of OOM reports predicted, share of ran configs passing) it must keep: the
+# measured figures rounded down (see README "Memory model"); raise them, never lower them.
+# Measured 2026-12-05 on the first 35 records (no `split` in them yet: halves by the id's
+# digest): fit 50% of 4 OOMs / 86% of 7 ran; held out 55% of 11 OOMs / 89% of 9 ran. The
+# issue's goal on the held-out half (80% / 90%) is NOT met; the misses and their reasons are
+# printed by `python tests/core/test_memory_field.py`.
+FLOORS = {"fit": (0.50, 0.85), "heldout": (0.54, 0.88)}
+GOAL = (0.80, 0.90)  # the issue's target on the held-out half
+
+
+@dataclass
+class Scored:
+    id: str
+    half: str
+    outcome: str  # oom | ran
+    phase: str
+    predicted: bool = False  # the estimate says out of memory
+    refused: bool = False  # ... as an error
+    phase_ok: bool = True
+    why: str = ""  # the reason of a miss, or why the record could not be scored
+    peaks: list[str] = field(default_factory=list)
+
+    @property
+    def scored(self) -> bool:
+        return not self.why.startswith("not scored")
+
+    @property
+    def right(self) -> bool:
+        if self.outcome == "oom":
+            return self.predicted and self.phase_ok
+        return not self.refused
+
+
+def records() -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(DATA.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text()) or {}
+        for record in data.get("outcomes") or []:
+            out.append({**record, "_file": path.name})
+    return out
+
+
+def half_of(record: dict[str, Any]) -> str:
+    split = record.get("split")
+    if split in ("fit", "heldout"):
+        return str(split)
+    # no split stated: a stable one from the id (even digest: fit)
+    return "fit" if hashlib.sha256(str(record["id"]).encode()).digest()[0] % 2 == 0 else "heldout"
+
+
+def argv_of(flags: dict[str, Any]) -> list[str]:
+    """The trainer argv from a record's flags: `--name value`, `--name` for true, nothing for false."""
+    argv: list[str] = []
+    for name, value in flags.items():
+        flag = name if name.startswith("--") else f"--{name}"
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, list):
+            argv += [flag, *(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def model_of(record: dict[str, Any]) -> str | None:
+    """The actor the record names in `model` ("Qwen/Qwen2.5-7B-Instruct (actor), ..."), for a
+    record whose flags (cut off in the thread) lack --pretrain."""
+    text = str(record.get("model") or "").strip()
+    first = re.split(r"\s*[(,;]", text, maxsplit=1)[0].strip()
+    return first.split()[0] if first else None
+
+
+def launch_of(record: dict[str, Any]) -> Launch:
+    flags = dict(record.get("flags") or {})
+    if not flags.get("pretrain") and model_of(record):
+        flags["pretrain"] = model_of(record)
+    argv = argv_of(flags)
+    script = "python3 -m openrlhf.cli.train_ppo_ray " + shlex.join(argv) + "\n"
+    imported = import_script(script, name="field", environ={})
+    cfg = imported.config
+    cluster = {
+        "gpu_memory_gb": float(record["gpu_memory_gb"]),
+        "nodes": int(record.get("nodes") or 1),
+        "gpus_per_node": int(record.get("gpus_per_node") or 8),
+    }
+    data = imported.data | {"cluster": {**imported.data.get("cluster", {}), **cluster}}
+    cfg = type(cfg).model_validate(data)  # gpu_memory_gb stated: the estimate may refuse
+    return prepare(cfg, environ={})
+
+
+def score(record: dict[str, Any]) -> Scored:
+    s = Scored(str(record["id"]), half_of(record), str(record["outcome"]), str(record.get("phase") or "unknown"))
+    try:
+        launch = launch_of(record)
+    except (UserError, ValueError) as exc:
+        s.why = f"not scored: {str(exc).splitlines()[0][:160]}"
+        return s
+    memory = launch.memory
+    over = [
+        f
+        for f in launch.findings
+        if f.reason == "memory" or ("needs" in f.message and "but a GPU has" in f.message) or f.message.endswith("(over)")
+    ]
+    s.refused = any(f.level == "error" and f.reason == "memory" for f in launch.findings)
+    s.predicted = bool(over)
+    limit = launch.cfg.cluster.gpu_memory_gb
+    over_phases = [p for g in (memory.groups if memory else []) for p, v in g.phases.items() if v > limit]
+    if memory is not None:
+        s.peaks = [f"{'+'.join(g.roles)} {g.peak:.0f}/{limit:g} ({g.peak_phase})" for g in memory.groups]
+    wanted = PHASES.get(s.phase)
+    if s.outcome == "oom" and s.predicted and wanted and over_phases:
+        s.phase_ok = any(p.startswith(wanted) for p in over_phases)
+    unsized = [f.message for f in launch.findings if "not estimated" in f.message]
+    if s.outcome == "oom" and not s.predicted:
+        s.why = "unsized: " + unsized[0][:120] if unsized else "under the GPU: " + "; ".join(s.peaks)
+    elif s.outcome == "oom" and not s.phase_ok:
+        s.why = f"over in {over_phases}, reported in {s.phase}"
+    elif s.outcome == "ran" and s.refused:
+        s.why = "refused: " + next(f.message for f in launch.findings if f.level == "error" and f.reason == "memory")[:200]
+    return s
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[Scored]:
+    found = records()
+    if not found:
+        pytest.skip(f"no outcomes in {DATA}")
+    return [score(r) for r in found]
+
+
+def figures(items: list[Scored], half: str) -> tuple[float, float, int, int]:
+    ooms = [s for s in items if s.half == half and s.scored and s.outcome == "oom"]
+    rans = [s for s in items if s.half == half and s.scored and s.outcome == "ran"]
+    predicted = sum(s.right for s in ooms) / len(ooms) if ooms else 1.0
+    passed = sum(s.right for s in rans) / len(rans) if rans else 1.0
+    return predicted, passed, len(ooms), len(rans)
+
+
+@pytest.mark.parametrize("half", ["fit", "heldout"])
+def test_the_estimate_keeps_its_measured_figures(scored: list[Scored], half: str) -> None:
+    predicted, passed, ooms, rans = figures(scored, half)
+    floor = FLOORS[half]
+    misses = [f"{s.id}: {s.why}" for s in scored if s.half == half and s.scored and not s.right]
+    assert predicted >= floor[0] and passed >= floor[1], (predicted, passed, ooms, rans, misses)
+
+
+def test_most_records_can_be_scored(scored: list[Scored]) -> None:
+    unscored = [f"{s.id}: {s.why}" for s in scored if not s.scored]
+    assert len(unscored) <= len(scored) // 4, unscored
+
+
+def main() -> None:
+    items = [score(r) for r in records()]
+    for half in ("fit", "heldout"):
+        predicted, passed, ooms, rans = figures(items, half)
+        print(f"{half}: {predicted:.0%} of {ooms} OOM reports predicted, {passed:.0%} of {rans} ran configs pass")
+    for s in items:
+        mark = "ok  " if s.right and s.scored else ("skip" if not s.scored else "MISS")
+        print(f"{mark} {s.half:<7} {s.outcome:<4} {s.phase:<15} {s.id}: {s.why or '; '.join(s.peaks)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
