@@ -401,18 +401,23 @@ def test_openrlhfs_own_hybrid_engine_examples_are_not_refused(example):
     assert memory_errors(launch) == [], memory_errors(launch)
 
 
-def test_over_the_gpu_at_full_token_budgets_warns_on_an_assumed_size_and_refuses_on_a_stated_one():
+def test_over_the_gpu_at_full_token_budgets_warns_and_is_not_refused_even_on_a_stated_size():
     """The Qwen3-4B example keeps vLLM awake (0.7 of the GPU) while the actor trains 16k-token
     micro batches with a 152k vocabulary: over 80 GiB at full budgets, though its resident
-    parts fit. With the GPU size assumed that is a warning naming the tokens that fit; with
-    80 GiB stated, and more than OVER_MARGIN over, it is refused."""
+    parts fit. With the GPU size assumed that is a warning naming the tokens that fit. Stated,
+    it is still a warning (issue 29: no OpenRLHF example is refused on the hardware its README
+    names): budgets are bounds, and it is under OVER_MARGIN over."""
     assumed = prepare(validate(QWEN3_4B_THINKING), environ={})
     group = assumed.memory.groups[0]
-    assert group.floor < 80 < 80 * (1 + OVER_MARGIN) < group.peak
+    assert group.floor < 80 < group.peak < 80 * (1 + OVER_MARGIN)
     (warned,) = [f for f in assumed.findings if f.key == "placement.vllm" and "needs" in f.message]
     assert warned.level == "warning" and "(assumed)" in warned.message and "tokens per GPU" in warned.message
     stated = prepare(validate({**QWEN3_4B_THINKING, "cluster": {"gpu_memory_gb": 80}}), environ={})
-    assert [f.level for f in memory_errors(stated)] == ["error"]
+    assert memory_errors(stated) == []
+    assert [f.level for f in stated.findings if "but a GPU has 80" in f.message] == ["warning"]
+    # far over a stated GPU (a 40 GB card) the same run is refused
+    small = prepare(validate({**QWEN3_4B_THINKING, "cluster": {"gpu_memory_gb": 40}}), environ={})
+    assert [f.level for f in memory_errors(small)] == ["error"]
     # with vLLM asleep while the actor trains, the same run fits
     sleeping = {
         **QWEN3_4B_THINKING,

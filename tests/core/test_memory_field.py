@@ -3,6 +3,11 @@ happened (out of memory, or ran), collected in tests/data/memory/*.yaml by peopl
 write the estimate. Each record's flags become the trainer argv, `import` makes it a config, the
 record's GPU memory and node shape are set, and `prepare` runs the estimate and its judgement.
 
+Flags a thread cut off (the record's `incomplete`, or its notes say so) are completed as the
+evidence allows (see `completed`): a run that ran with the memory savers of OpenRLHF's examples
+for what it does not show, an OOM as posted. DeepSpeed- or torchrun-launched runs
+(openrlhf.cli.train_ppo) put the four models on every GPU: scored as every role on every GPU.
+
 Scored per half (`split`: fit | heldout; the estimate's constants are adjusted against the fit
 half only): of the OOM reports, how many the estimate predicts (a memory finding that the peak
 is over the GPU: refused, or warned "expect out-of-memory"; in the reported phase where the
@@ -113,10 +118,44 @@ def model_of(record: dict[str, Any]) -> str | None:
     return first.split()[0] if first else None
 
 
+def in_process(record: dict[str, Any]) -> bool:
+    launcher = str(record.get("launcher") or "")
+    return ("deepspeed" in launcher or "torchrun" in launcher) and "ray" not in launcher
+
+
+def incomplete(record: dict[str, Any]) -> bool:
+    """The posted flags are not all the run had: the record says so, or the thread was cut off."""
+    return bool(record.get("incomplete")) or "cut off" in str(record.get("notes") or "")
+
+
+# What a run could have had among the flags a cut-off post does not show: the memory savers of
+# OpenRLHF's own example scripts of every release.
+SAVERS = {"zero_stage": 3, "adam_offload": True, "gradient_checkpointing": True, "flash_attn": True}
+SAVERS_COLOCATED = {"vllm_enable_sleep": True, "deepspeed_enable_sleep": True}
+
+
+def completed(record: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+    """A record whose flags are incomplete is read as the evidence allows: a run that ran had some
+    completion that fits, so its unstated memory settings take the savers of the examples (an
+    estimate that refuses even that is wrong); an OOM is scored on the flags as posted."""
+    if record["outcome"] != "ran" or not incomplete(record):
+        return flags
+    savers = {**SAVERS, **(SAVERS_COLOCATED if flags.get("colocate_all_models") else {})}
+    return {**savers, **flags}
+
+
 def launch_of(record: dict[str, Any]) -> Launch:
-    flags = dict(record.get("flags") or {})
+    flags = completed(record, dict(record.get("flags") or {}))
     if not flags.get("pretrain") and model_of(record):
         flags["pretrain"] = model_of(record)
+    if in_process(record):
+        # DeepSpeed's or torchrun's launcher running openrlhf.cli.train_ppo: the four models on
+        # every GPU, generation by the actor itself; as Ray's layout: every role on every GPU
+        nodes, per_node = int(record.get("nodes") or 1), int(record.get("gpus_per_node") or 8)
+        for role in ("actor", "critic", "ref", "reward"):
+            flags.setdefault(f"{role}_num_nodes", nodes)
+            flags.setdefault(f"{role}_num_gpus_per_node", per_node)
+        flags["colocate_all_models"] = True
     argv = argv_of(flags)
     script = "python3 -m openrlhf.cli.train_ppo_ray " + shlex.join(argv) + "\n"
     imported = import_script(script, name="field", environ={})

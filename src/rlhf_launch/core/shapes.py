@@ -118,13 +118,16 @@ KNOWN = {
     "llama-3.2-3b": Shape(
         name="Llama-3.2-3B", layers=28, hidden=3072, intermediate=8192, heads=24, kv_heads=8, vocab=128256, tied_embeddings=True
     ),
+    "codellama-34b": Shape(name="CodeLlama-34B", layers=48, hidden=8192, intermediate=22016, heads=64, kv_heads=8, vocab=32000),
     "mistral-7b": Shape(name="Mistral-7B", layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=32000),
 }
 
 _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"llama-?2-(7|13|70)b"), lambda m: f"llama-2-{m.group(1)}b"),
-    (re.compile(r"llama-?3\.2-(1|3)b"), lambda m: f"llama-3.2-{m.group(1)}b"),
-    (re.compile(r"llama-?3(?:\.\d)?-(8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
+    (re.compile(r"codellama[-_](7|13)b"), lambda m: f"llama-2-{m.group(1)}b"),  # CodeLlama keeps Llama-2's shape (vocab +16)
+    (re.compile(r"codellama[-_]34b"), lambda m: "codellama-34b"),
+    (re.compile(r"llama[-_]?2[-_](7|13|70)b"), lambda m: f"llama-2-{m.group(1)}b"),
+    (re.compile(r"llama[-_]?3\.2[-_](1|3)b"), lambda m: f"llama-3.2-{m.group(1)}b"),
+    (re.compile(r"llama[-_]?3(?:\.\d)?[-_](8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
     # DeepSeek's R1 distillations keep their base's shape (Qwen2.5-Math / Qwen2.5, Llama-3.1 / 3.3)
     (re.compile(r"r1-distill-qwen-(1\.5|7|14|32)b"), lambda m: f"qwen2.5-{m.group(1)}b"),
     (re.compile(r"r1-distill-llama-(8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
@@ -177,18 +180,14 @@ def stated_size(model: str | None) -> float | None:
     return float(match.group(1)) * 1e9 if match else None
 
 
-def bracket(model: str | None) -> tuple[Shape, Shape] | None:
-    """The known shapes nearest below and above the size the name states (for a range, never a
-    guess): None when the name states no size, or it lies outside the known shapes."""
+def near_shapes(model: str | None) -> list[Shape]:
+    """The known shapes within 15% of the size the name states, smallest first (for a range,
+    never a guess: same-size models differ most in their vocabulary); [] when the name states
+    no size, or no known shape is that size."""
     size = stated_size(model)
     if size is None:
-        return None
-    ordered = sorted(KNOWN.values(), key=lambda shape: shape.params)
-    below = [s for s in ordered if s.params <= size * 1.05]
-    above = [s for s in ordered if s.params >= size * 0.95]
-    if not below or not above:
-        return None
-    return below[-1], above[0]
+        return []
+    return sorted((s for s in KNOWN.values() if abs(s.params - size) <= 0.15 * size), key=lambda shape: shape.params)
 
 
 def from_fields(models: ModelsSection) -> Shape | None:
