@@ -30,7 +30,10 @@ def judge(est: Estimate, cfg: LaunchConfig, plan: Plan, settings: Settings | Non
         if u.bracket is not None:
             low, high = u.bracket
             over = "over" if low > est.gpu_limit else "within" if high <= est.gpu_limit else "around"
-            span = f"; as the known shapes of its stated size ({u.between}) its GPUs would need {low:.0f}-{high:.0f} GiB of {est.gpu_limit:g} ({over})"
+            span = (
+                f"; as the known shapes of its stated size ({u.between}) its GPUs would need "
+                f"{low:.0f}-{high:.0f} GiB of {est.gpu_limit:g} ({over})"
+            )
         else:
             span = f"; its GPUs' need is unknown (anything up to and over {est.gpu_limit:g} GiB): nothing checks this role's memory"
         findings.append(
