@@ -46,11 +46,11 @@ PHASES = {
 }
 # half -> (share of OOM reports predicted, share of ran configs passing) it must keep: the
 # measured figures rounded down (see README "Memory model"); raise them, never lower them.
-# Measured 2026-12-05 on the first 35 records (no `split` in them yet: halves by the id's
-# digest): fit 50% of 4 OOMs / 86% of 7 ran; held out 55% of 11 OOMs / 89% of 9 ran. The
-# issue's goal on the held-out half (80% / 90%) is NOT met; the misses and their reasons are
-# printed by `python tests/core/test_memory_field.py`.
-FLOORS = {"fit": (0.50, 0.85), "heldout": (0.54, 0.88)}
+# Measured 2026-12-05 on 42 records (split as the collector's README rules): fit 67% of 9
+# OOMs / 100% of 14 ran; held out 56% of 9 OOMs / 90% of 10 ran. The issue's goal on the
+# held-out OOMs (80%) is NOT met; the misses and their reasons are printed by
+# `python tests/core/test_memory_field.py`.
+FLOORS = {"fit": (0.66, 1.0), "heldout": (0.55, 0.90)}
 GOAL = (0.80, 0.90)  # the issue's target on the held-out half
 
 
@@ -110,12 +110,19 @@ def argv_of(flags: dict[str, Any]) -> list[str]:
     return argv
 
 
-def model_of(record: dict[str, Any]) -> str | None:
-    """The actor the record names in `model` ("Qwen/Qwen2.5-7B-Instruct (actor), ..."), for a
-    record whose flags (cut off in the thread) lack --pretrain."""
-    text = str(record.get("model") or "").strip()
-    first = re.split(r"\s*[(,;]", text, maxsplit=1)[0].strip()
-    return first.split()[0] if first else None
+def models_of(record: dict[str, Any]) -> list[str]:
+    """The models the record names in `model` ("Qwen/Qwen2.5-7B-Instruct (actor), 7B reward
+    model"), in order, for a record whose flags (cut off, or a shell variable) do not name them."""
+    out = []
+    for item in re.split(r"[,;]", str(record.get("model") or "")):
+        first = re.split(r"\s*\(", item.strip(), maxsplit=1)[0].strip()
+        if first:
+            out.append(first.split()[0])
+    return out
+
+
+def named(value: Any) -> bool:
+    return bool(value) and "$" not in str(value)
 
 
 def in_process(record: dict[str, Any]) -> bool:
@@ -146,8 +153,12 @@ def completed(record: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
 
 def launch_of(record: dict[str, Any]) -> Launch:
     flags = completed(record, dict(record.get("flags") or {}))
-    if not flags.get("pretrain") and model_of(record):
-        flags["pretrain"] = model_of(record)
+    models = models_of(record)
+    if not named(flags.get("pretrain")) and models:
+        flags["pretrain"] = models[0]
+    rm_gpus = flags.get("reward_num_gpus_per_node") and not named(flags.get("remote_rm_url"))
+    if rm_gpus and not named(flags.get("reward_pretrain")) and len(models) > 1:
+        flags["reward_pretrain"] = models[1]
     if in_process(record):
         # DeepSpeed's or torchrun's launcher running openrlhf.cli.train_ppo: the four models on
         # every GPU, generation by the actor itself; as Ray's layout: every role on every GPU
@@ -192,9 +203,9 @@ def score(record: dict[str, Any]) -> Scored:
     wanted = PHASES.get(s.phase)
     if s.outcome == "oom" and s.predicted and wanted and over_phases:
         s.phase_ok = any(p.startswith(wanted) for p in over_phases)
-    unsized = [f.message for f in launch.findings if "not estimated" in f.message]
+    unsized = [f.message.split(":")[0] for f in launch.findings if "not estimated" in f.message]
     if s.outcome == "oom" and not s.predicted:
-        s.why = "unsized: " + unsized[0][:120] if unsized else "under the GPU: " + "; ".join(s.peaks)
+        s.why = "; ".join([*(["under the GPU: " + "; ".join(s.peaks)] if s.peaks else []), *unsized])
     elif s.outcome == "oom" and not s.phase_ok:
         s.why = f"over in {over_phases}, reported in {s.phase}"
     elif s.outcome == "ran" and s.refused:
