@@ -52,6 +52,27 @@ PHASES = {
 # `python tests/core/test_memory_field.py`.
 FLOORS = {"fit": (0.66, 1.0), "heldout": (0.55, 0.90)}
 GOAL = (0.80, 0.90)  # the target on the held-out half
+# Every miss, and why: a new miss fails test_every_miss_is_explained until it is explained here
+# (and in README's "Memory estimate") or fixed.
+EXPLAINED = {
+    # fit half
+    "oi-776-70b-grpo-a800": "70B GRPO, ZeRO-3 + adam_offload over 32 actor GPUs: 16 GiB per GPU estimated; the thread's "
+    "commenter OOMs with an 8B model at the same settings: a cause outside the sizes, not found in the source",
+    "oi-329-72b-ppo-32gpu": "72B PPO, ZeRO-3 + adam_offload on 8 GPUs per model, eager attention: 30 (actor) and 44 (ref) "
+    "GiB per GPU estimated; no phase or figure (a screenshot); not explained",
+    "oi-763-reinforce-8xh800-2engines": "no model in the posted flags (nothing to size); the collector notes a vLLM start on "
+    "a GPU already holding a model (placement), not a size",
+    # held-out half
+    "lmmr1-27-72b-rloo-a800": "model unnamed ('72B'; Qwen2.5-VL-72B per the thread): as the known 70-72B shapes it needs "
+    "16-25 GiB per GPU over 28 GPUs, within; the vision tower is not modelled",
+    "oi-756-8b-8xa100-40g-ran": "ran; flags cut off: with 32 rollouts of 2048 tokens per forward the fp32 logits alone "
+    "reach 50 GB at the bound; the real sequences were shorter (or packed) than max_len",
+    "oi-519-8b-8xh100-deepspeed": "four 8B models on every GPU (DeepSpeed launcher), 70 GiB estimated of 80; the OOM came "
+    "'after some training updates': growth the 10% fragmentation term does not reach",
+    "oi-762-7b-ppo-4xa100-40g": "model unnamed ('7B'), no flags: as the known 7-8B shapes 40-47 GiB of 40 ('around', "
+    "warned, not counted as predicted)",
+    "oi-95-ppo-8xa100-80g-deepspeed": "no model and no flags in the stored excerpt (nothing to size)",
+}
 
 
 @dataclass
@@ -237,6 +258,11 @@ def test_the_estimate_keeps_its_measured_figures(scored: list[Scored], half: str
     assert predicted >= floor[0] and passed >= floor[1], (predicted, passed, ooms, rans, misses)
 
 
+def test_every_miss_is_explained(scored: list[Scored]) -> None:
+    unexplained = [f"{s.id} ({s.half}): {s.why}" for s in scored if s.scored and not s.right and s.id not in EXPLAINED]
+    assert unexplained == [], unexplained
+
+
 def test_most_records_can_be_scored(scored: list[Scored]) -> None:
     unscored = [f"{s.id}: {s.why}" for s in scored if not s.scored]
     assert len(unscored) <= len(scored) // 4, unscored
@@ -250,6 +276,8 @@ def main() -> None:
     for s in items:
         mark = "ok  " if s.right and s.scored else ("skip" if not s.scored else "MISS")
         print(f"{mark} {s.half:<7} {s.outcome:<4} {s.phase:<15} {s.id}: {s.why or '; '.join(s.peaks)}")
+        if mark == "MISS" and s.id in EXPLAINED:
+            print(f"     why: {EXPLAINED[s.id]}")
 
 
 if __name__ == "__main__":
