@@ -242,6 +242,19 @@ def test_deepspeed_sleep_keeps_the_bf16_shards_and_offloads_the_rest():
     assert not next(r for r in prepare(validate(offloaded), environ={}).memory.roles if r.role == "actor").sleeps
 
 
+def test_the_weight_sync_wakes_vllms_weights_beside_the_offloaded_actor():
+    """0.11 wakes only vLLM's weights for the sync (ppo_trainer.broadcast_to_vllm) after the actor
+    offloaded its states; the actor gathers one parameter at a time (and clones it for CUDA IPC)."""
+    report = prepare(validate(HYBRID_8B), environ={}).memory
+    group = report.group_of("actor")
+    sync = group.made_of["sync"]
+    vllm = next(r for r in report.roles if r.role == "vllm")
+    assert sync["vllm.weights"] == pytest.approx(vllm.parts["weights"]) and "vllm.kv_cache" not in sync
+    assert sync["actor.sync_buffer"] == pytest.approx(4 * KNOWN["llama-3-8b"].largest_layer / GIB)
+    assert "actor.optimizer" not in sync  # offloaded (deepspeed.enable_sleep)
+    assert group.phases["sync"] < group.phases["generate"]
+
+
 def test_colocated_roles_add_their_working_sets_one_phase_at_a_time():
     """actor+ref on the same GPUs: ref's forward pass (make experience) and the actor's
     training never run at once, so the peak is the larger phase, not their sum."""

@@ -43,6 +43,9 @@ PHASES = {
     "generate": ("generate",),
     "vllm_start": ("generate",),
     "kv_cache": ("generate",),
+    "vllm_init": ("generate",),
+    "weight_sync": ("sync",),
+    "sync": ("sync",),
 }
 # half -> (share of OOM reports predicted, share of ran configs passing) it must keep: the
 # measured figures rounded down (see README "Memory model"); raise them, never lower them.

@@ -32,7 +32,7 @@ REDUCE_BUCKET_ELEMENTS = 5e8  # DeepSpeed's default reduce_bucket_size: OpenRLHF
 FRAGMENTATION = 0.10  # PyTorch's caching allocator reserves this fraction of the working sets beyond what it allocates
 
 # Parts that exist only while their role computes (the rest is resident while it is awake).
-TRANSIENT = ("activations", "logits", "forward", "gather_buffer", "reduce_bucket")
+TRANSIENT = ("activations", "logits", "forward", "gather_buffer", "reduce_bucket", "sync_buffer")
 # Parts a DeepSpeed model keeps on the GPU while it sleeps (offload_deepspeed_states).
 KEPT_ASLEEP = ("params", "cuda_context")
 
@@ -97,6 +97,7 @@ class RoleMemory:
     tokens: int = 0  # tokens per GPU its main working set is for
     forward_tokens: int = 0  # actor/critic: tokens per GPU of the no-grad forward
     host_setting: str = ""  # the config setting that puts host_parts in host RAM ("" when none)
+    sync: dict[str, float] = field(default_factory=dict)  # actor: working set of the weight sync to vLLM
 
     @property
     def gpu(self) -> float:
@@ -445,6 +446,8 @@ def _roles(
                     host_setting=(
                         "deepspeed.adam_offload" if ds.adam_offload and host_parts else "deepspeed.enable_sleep" if sleeps else ""
                     ),
+                    # one parameter gathered at a time (bf16), and its clone for CUDA IPC (ppo_actor.broadcast_to_vllm)
+                    sync={"sync_buffer": gib(4 * largest)} if role == "actor" else {},
                 )
             )
         else:
@@ -533,6 +536,14 @@ def _phases(members: list[RoleMemory], sequential: bool) -> list[tuple[str, dict
         tokens = r.forward_tokens if r.role in ("actor", "critic") else r.tokens
         out.append((f"experience:{name}", {m.role: (work if m is r else idle(m)) for m in members}, tokens))
     trained = [by_role[x] for x in ("critic", "actor") if x in by_role]
+    vllm, actor = by_role.get("vllm"), by_role.get("actor")
+    if vllm is not None and actor is not None:
+        # the weight sync after training: a sleeping vLLM wakes its weights only (0.11), the actor
+        # (offloaded again when it sleeps) gathers one parameter at a time
+        woken = {"weights": vllm.parts["weights"], **vllm.asleep} if vllm.sleeps else vllm.parts
+        present = {m.role: idle(m) for m in members}
+        present["vllm"], present["actor"] = woken, {**idle(actor), **actor.sync}
+        out.append(("sync", present, 0))
     if sequential or len(trained) < 2:
         for r in trained:
             out.append((f"train:{r.role}", {m.role: (r.parts if m is r else idle(m)) for m in members}, r.tokens))
