@@ -86,7 +86,8 @@ def phases_text(memory: MemoryReport, top: int = 4) -> list[str]:
     lines = ["  per phase (GiB per GPU: estimate, margin, headroom; largest parts):"]
     limit = memory.gpu_limit
     for g in memory.groups:
-        lines.append(f"  {'+'.join(g.roles)} ({g.name}):")
+        label = "+".join(g.roles)
+        lines.append(f"  {label}:" if g.name == label else f"  {label} ({g.name}):")
         rows = []
         for phase, total in g.phases.items():
             low, high = g.ranges.get(phase, (total, total))

@@ -16,9 +16,11 @@ Phases (OpenRLHF's loop, trainer/ppo_trainer.py, ppo_utils/experience_maker.py):
   train:ROLE       critic, then actor, train. One at a time when deepspeed.enable_sleep
                    (reload -> fit -> offload) and, up to 0.8.x, under colocate-all; at once
                    otherwise (both in one `train` phase).
-  The weight sync to vLLM is not a phase of its own: it gathers one parameter at a time
-  (trainer/ray/ppo_actor.py, broadcast_to_vllm) beside the actor's resident states and vLLM's
-  weights (0.11: only the weights are woken), less than `generate` or `train`.
+  sync             the weight sync to vLLM after training (trainer/ppo_trainer.py
+                   broadcast_to_vllm): a sleeping vLLM wakes its weights only (0.11:
+                   wake_up(tags=["weights"])), the actor (offloaded again when it sleeps)
+                   gathers one parameter at a time and clones it for CUDA IPC
+                   (trainer/ray/ppo_actor.py): 4 B x the largest layer.
 
 The terms, per GPU (P parameters, n GPUs of the role, t DeepSpeed tensor parallel), and where
 each comes from:
@@ -34,7 +36,9 @@ each comes from:
                  leaving its defaults (runtime/zero/config.py): a 5e8-element reduce bucket
                  (bf16: 0.93 GiB while training), a 5e7-element prefetch bucket and up to 1e9
                  live gathered parameters (2 B each: at 70B, about one layer plus the
-                 embeddings, inside the 4 B x largest layer above).
+                 embeddings, inside the 4 B x largest layer above). A user's DeepSpeed config
+                 print under OpenRLHF shows exactly these (OpenRLHF#742: reduce_bucket_size=
+                 500000000, prefetch_bucket_size=50000000, max_live_parameters=1000000000).
   adam_offload   offload_optimizer=cpu: master, moments and fp32 grads (16P/n) in host RAM.
   enable_sleep   OpenRLHF's offload_deepspeed_states: optim_states, hp_params,
                  contiguous_grad_buffer and (DeepSpeed >= 0.16.5) lp_grads go to pinned host
@@ -63,6 +67,8 @@ Working sets, only while the role computes:
   forward        a no-grad forward otherwise holds about one layer (34 B x hidden per token).
   fragmentation  PyTorch's caching allocator reserves more than it allocates: FRAGMENTATION of
                  the working sets, and its range 0-2x (the resident states are allocated once).
+                 One public OOM shows the figure (OpenRLHF#398, 8B on 40 GB: "38.34 GiB is
+                 allocated by PyTorch, and 385.64 MiB is reserved by PyTorch but unallocated").
 Tokens per micro batch per GPU: micro batch x max_len (prompt + generated) sequences; packed
   (packing_samples), one sequence of micro batch x max_len tokens, split over ring_attn_size
   GPUs. Dynamic batching fills a micro batch up to max_tokens_per_gpu x ring_attn_size x
