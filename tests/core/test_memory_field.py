@@ -275,7 +275,11 @@ def main() -> None:
     items = [score(r) for r in records()]
     for half in ("fit", "heldout"):
         predicted, passed, ooms, rans = figures(items, half)
-        print(f"{half}: {predicted:.0%} of {ooms} OOM reports predicted, {passed:.0%} of {rans} ran configs pass")
+        warned = sum(1 for s in items if s.half == half and s.scored and s.outcome == "ran" and s.predicted and not s.refused)
+        print(
+            f"{half}: {predicted:.0%} of {ooms} OOM reports predicted, {passed:.0%} of {rans} ran configs pass "
+            f"({warned} of them warned over the GPU at their token bounds)"
+        )
     for s in items:
         mark = "ok  " if s.right and s.scored else ("skip" if not s.scored else "MISS")
         print(f"{mark} {s.half:<7} {s.outcome:<4} {s.phase:<15} {s.id}: {s.why or '; '.join(s.peaks)}")
