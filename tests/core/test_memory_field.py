@@ -3,7 +3,7 @@ happened (out of memory, or ran), collected in tests/data/memory/*.yaml by peopl
 write the estimate. Each record's flags become the trainer argv, `import` makes it a config, the
 record's GPU memory and node shape are set, and `prepare` runs the estimate and its judgement.
 
-Flags a thread cut off (the record's `incomplete`, or its notes say so) are completed as the
+Flags a thread cut off (the record's `flags_complete: false` or `incomplete`) are completed as the
 evidence allows (see `completed`): a run that ran with the memory savers of OpenRLHF's examples
 for what it does not show, an OOM as posted. DeepSpeed- or torchrun-launched runs
 (openrlhf.cli.train_ppo) put the four models on every GPU: scored as every role on every GPU.
@@ -114,8 +114,8 @@ def half_of(record: dict[str, Any]) -> str:
     split = record.get("split")
     if split in ("fit", "heldout"):
         return str(split)
-    # no split stated: a stable one from the id (even digest: fit)
-    return "fit" if hashlib.sha256(str(record["id"]).encode()).digest()[0] % 2 == 0 else "heldout"
+    # no split stated: the collectors' rule (tests/data/memory/README.md), from the id alone
+    return "fit" if int(hashlib.sha256(str(record["id"]).encode()).hexdigest(), 16) % 2 == 0 else "heldout"
 
 
 def argv_of(flags: dict[str, Any]) -> list[str]:
@@ -155,8 +155,11 @@ def in_process(record: dict[str, Any]) -> bool:
 
 
 def incomplete(record: dict[str, Any]) -> bool:
-    """The posted flags are not all the run had: the record says so, or the thread was cut off."""
-    return bool(record.get("incomplete")) or "cut off" in str(record.get("notes") or "")
+    """The posted flags are not all the run had: `flags_complete: false` (the source is cut or
+    partly shown), `incomplete`, or (records without the field) notes saying the thread was cut off."""
+    if record.get("flags_complete") is False or record.get("incomplete"):
+        return True
+    return record.get("flags_complete") is None and "cut off" in str(record.get("notes") or "")
 
 
 # What a run could have had among the flags a cut-off post does not show: the memory savers of
