@@ -74,6 +74,7 @@ def memory_text(memory: MemoryReport) -> list[str]:
     for r in memory.roles:
         for note in r.notes:
             lines.append(f"  {r.role}: {note}")
+    lines += phases_text(memory)
     if memory.host_per_node:
         busiest = max(memory.host_per_node.values())
         limit = f" of {memory.host_limit:g}" if memory.host_limit else " (cluster.host_memory_gb not set)"
@@ -102,6 +103,32 @@ def estimate_text(est: StepEstimate) -> list[str]:
             f"  run: steps unknown (set data.max_samples); per 100 steps {per:.1f} h, {per * est.gpus:.0f} GPU-hours on {est.gpus} GPUs"
         )
     lines += [f"  limits: {'; '.join(est.limits)}"] + [f"  assumes: {a}" for a in est.assumptions]
+    return lines
+
+
+def phases_text(memory: MemoryReport, top: int = 4) -> list[str]:
+    """Each role group's peak per phase (GiB per GPU), its margin and headroom, and the largest
+    parts it is made of."""
+    lines = ["  per phase (GiB per GPU: estimate, margin, headroom; largest parts):"]
+    limit = memory.gpu_limit
+    for g in memory.groups:
+        label = "+".join(g.roles)
+        lines.append(f"  {label}:" if g.name == label else f"  {label} ({g.name}):")
+        rows = []
+        for phase, total in g.phases.items():
+            low, high = g.ranges.get(phase, (total, total))
+            made = sorted(g.made_of.get(phase, {}).items(), key=lambda kv: -kv[1])[:top]
+            mark = " <- peak" if phase == max(g.phases, key=lambda name: g.phases[name]) else ""
+            rows.append(
+                [
+                    f"  {phase}",
+                    f"{total:.1f}",
+                    f"{low:.1f}-{high:.1f}",
+                    f"{limit - total:+.1f}",
+                    ", ".join(f"{k} {v:.1f}" for k, v in made) + mark,
+                ]
+            )
+        lines += _table(rows, indent="    ")
     return lines
 
 

@@ -97,6 +97,7 @@ class Launch:
         }
         if self.memory is not None:
             out["memory"] = self.memory.as_json()
+            out["memory_groups"] = self.memory.groups_json()
             out["host_gib_per_node"] = {k: round(v, 1) for k, v in self.memory.host_per_node.items()}
         if self.storage is not None:
             out["storage"] = self.storage.as_json()
