@@ -197,8 +197,8 @@ def report(constants: Constants) -> str:
 
 # Measured when the constants were last fitted (see report()): the held-out errors may only
 # shrink. The aim is +-35% on every held-out run.
-HELDOUT_MEDIAN = 0.07
-HELDOUT_WORST = 0.15
+HELDOUT_MEDIAN = 0.02
+HELDOUT_WORST = 0.12
 AIM = 0.35
 
 
@@ -265,7 +265,7 @@ def order_report(constants: Constants = DEFAULT) -> tuple[int, list[str]]:
     return right, lines
 
 
-ORDER_RIGHT = 9  # pairs the model orders as published, when measured (of len(ordered_pairs()))
+ORDER_RIGHT = 10  # measured when the constants were last fitted (15 pairs)
 
 
 @pytest.mark.skipif(not COMPARISONS.is_file(), reason="no published layout comparisons collected yet")

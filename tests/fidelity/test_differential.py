@@ -116,7 +116,8 @@ def test_the_official_async_agent_example_is_accepted() -> None:
     actor = next(r for r in launch.memory.roles if r.role == "actor")
     assert actor.shape == "Qwen3-4B"
     # Dynamic batching packs up to max_tokens_per_gpu x ring size tokens per micro batch and the ring
-    # splits them (utils/seqlen_balancing.py), so each GPU holds 16192 tokens, not 1 x 74240; fp32
-    # logits plus their fp32 gradient are 8 bytes per token per vocabulary entry.
-    assert actor.parts["logits"] == pytest.approx(16192 * 151936 * 8 / 1024**3)
+    # splits them (utils/seqlen_balancing.py), so each GPU holds 16192 tokens, not 1 x 74240; the
+    # training logits are 10 bytes per token per vocabulary entry (core/memory: fp32 logits, their
+    # fp32 gradient and lm_head's bf16 dlogits).
+    assert actor.parts["logits"] == pytest.approx(16192 * 151936 * 10 / 1024**3)
     assert not any(f.key == "placement.vllm.enable_sleep" for f in launch.findings)  # no advice that async refuses

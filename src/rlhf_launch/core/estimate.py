@@ -74,10 +74,10 @@ class Constants:
     # Fitted (core/calibrate.py FITTED) on the published runs of tests/data/estimate marked
     # split: fit; tests/core/test_estimate_field.py refits them and scores the held-out runs.
     decode_efficiency: float = 0.90  # share of HBM bandwidth vLLM decode reaches (weights + KV reads)
-    decode_step_s: float = 0.00266  # fixed seconds per decode step (scheduling, sampling, launches): the tail's floor
+    decode_step_s: float = 0.00353  # fixed seconds per decode step (scheduling, sampling, launches): the tail's floor
     forward_mfu: float = 0.60  # no-grad forward of the DeepSpeed models (make_experience)
-    train_mfu: float = 0.365  # training MFU (DeepSpeed ZeRO-2/3)
-    no_vllm_slowdown: float = 5.3  # HF generate in the actor (no engines) vs. vLLM at the same bandwidth
+    train_mfu: float = 0.343  # training MFU (DeepSpeed ZeRO-2/3)
+    no_vllm_slowdown: float = 5.01  # HF generate in the actor (no engines) vs. vLLM at the same bandwidth
     # Derived: typical figures, not fitted (the published runs do not tell them apart).
     prefill_mfu: float = 0.45  # prefill (and the decode FLOP floor) MFU
     response_fill: float = 0.5  # mean generated length / generate_max_len
@@ -91,7 +91,7 @@ class Constants:
     # The band: about the worst error on the published runs, fit and held-out (README).
     band_low: float = 0.6  # low end of the band, x the estimate
     band_high: float = 1.4  # high end of the band, x the estimate
-    origin: str = "fitted on 5 published runs"
+    origin: str = "fitted on 8 published runs"
 
 
 DEFAULT = Constants()
