@@ -162,6 +162,7 @@ READS = {
     ("rlhf_launch.openrlhf.flagset", "supported_versions"): "package data",
     ("rlhf_launch.openrlhf.flagset", "for_version"): "an installed OpenRLHF's trainer source",
     ("rlhf_launch.openrlhf.renames", "changes"): "package data: the renames",
+    ("rlhf_launch.diagnose.neighbours", "_known"): "package data: the known failure cases",
     ("rlhf_launch.importer.render", "check_target"): "the output path the user names (is it there)",
     ("rlhf_launch.importer.to_config", "_extra_args"): "a path in the script, made absolute",
     ("rlhf_launch.core.secrets", "wandb_key"): "the W&B key from the launcher's environment (a mapping may be passed)",
