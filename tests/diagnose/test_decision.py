@@ -97,6 +97,22 @@ def test_the_same_failure_before_the_first_step_is_not():
     assert "before the first step" in found.hint
 
 
+def test_a_stateless_component_failing_with_no_sign_of_start_up_is_retriable():
+    # no step, no phase: nothing puts it at start-up, and a fresh engine starts from the weights
+    found = classify("(LLMRayActor pid=7) FrobnicationError: the frobnicator gave up\n")
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.VLLM, True, None)
+
+
+def test_a_vllm_engine_being_built_is_at_start_up():
+    found = classify(
+        "INFO 03-10 08:07:20 [gpu_model_runner.py:1067] Model loading took 0.2389 GB and 0.977005 seconds\n"
+        "ERROR 03-10 08:07:20 [core.py:302] EngineCore hit an exception: Traceback (most recent call last):\n"
+        'ERROR 03-10 08:07:20 [core.py:302]   File "/x/site-packages/vllm/v1/engine/core.py", line 249, in __init__\n'
+        "ERROR 03-10 08:07:20 [core.py:302]     super().__init__(vllm_config, executor_class, log_stats)\n"
+    )
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.VLLM, False, "model_load")
+
+
 def test_an_unknown_trainer_failure_after_progress_is_not_retriable_but_auto_resume_retries_it_once(tmp_path):
     found = classify(STEP + TRAINER_TB)
     assert (found.cls, found.retriable, found.step) == (FailureClass.UNKNOWN, False, 12)

@@ -24,7 +24,7 @@ from rlhf_launch.diagnose.raystate import any_pending, state_lines
 from rlhf_launch.diagnose.reader import Line, Pool, Source
 from rlhf_launch.diagnose.rules import ALL_ANCHORS, DEEP_ANCHORS, DEEP_RULES, FALLBACK_ANCHORS, FALLBACK_EXCEPTION, RULES, Rule
 from rlhf_launch.diagnose.signals import Signals, exception_type, read_signals
-from rlhf_launch.diagnose.taxonomy import LOOP, Diagnosis, FailureClass
+from rlhf_launch.diagnose.taxonomy import LOOP, STARTUP, Diagnosis, FailureClass
 
 __all__ = ["classify", "diagnose_reader"]
 
@@ -162,18 +162,18 @@ def _by_signals(signals: Signals, near: str) -> tuple[FailureClass, bool] | None
         return FailureClass.IMPORT, False
     if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS:
         return FailureClass.MODEL_OR_DATA, False
-    if signals.component == "vllm":
-        return FailureClass.VLLM, signals.progress
+    if signals.component == "vllm":  # no training state: retriable unless the log puts it at start-up
+        return FailureClass.VLLM, not signals.startup
     if signals.component == "reward":
         # a server that did not answer may answer a resumed run; reward code fails the same way
-        return FailureClass.REWARD_REMOTE, signals.progress and bool(NETWORK.search(signals.exception + "\n" + near[-2048:]))
+        return FailureClass.REWARD_REMOTE, not signals.startup and bool(NETWORK.search(signals.exception + "\n" + near[-2048:]))
     return None
 
 
 def _signals_hint(signals: Signals, cls: FailureClass, retriable: bool) -> str:
     if retriable:
-        why = "after progress, in a component without training state: retriable"
-    elif not signals.progress:
+        why = "in a component without training state, not at start-up: retriable"
+    elif signals.startup or not signals.progress:
         why = "before the first step (code, config or environment): not retriable"
     else:
         why = "not retriable by itself (auto-resume still retries an unknown failure after progress once)"
@@ -208,7 +208,7 @@ def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pen
     if last:
         ctx = Ctx(source, _decisive(last), empty_match(), step, boundary)
         phase = infer_phase(ctx)
-        signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP)
+        signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
         decided = _by_signals(signals, ctx.near())
     else:
         phase = marker_phase(source, source.log_size, boundary)
@@ -216,7 +216,7 @@ def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pen
         if end is not None:  # no exception line: the frames and prefixes before the log's end still tell
             ctx = Ctx(source, end, empty_match(), step, boundary)
             phase = infer_phase(ctx) or phase
-            signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP)
+            signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
             decided = _by_signals(signals, ctx.near())
     if pending and step is None and not last:
         phase = "placement"

@@ -70,12 +70,15 @@ _PATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
 class Signals:
     """`component`: one of COMPONENTS or None; `exception`: the decisive exception's type
     (`""` if none); `raised_in`: `file.py:function` of the innermost frame before it (`""`
-    if none); `progress`: a step was logged or the failure came inside the training loop."""
+    if none); `progress`: a step was logged or the failure came inside the training loop;
+    `startup`: no step, and the log puts the failure at start-up (startup, placement, model
+    load). Neither: the log does not tell."""
 
     component: str | None
     exception: str
     raised_in: str
     progress: bool
+    startup: bool = False
 
     @property
     def stateless(self) -> bool:
@@ -168,5 +171,8 @@ def exception_type(line: str) -> str:
     return m.group("type").rsplit(".", 1)[-1] if m else ""
 
 
-def read_signals(line: str, before: str, *, step: int | None, phase: str | None, loop: tuple[str, ...]) -> Signals:
-    return Signals(component_of(line, before), exception_type(line), raised_at(line, before), step is not None or phase in loop)
+def read_signals(
+    line: str, before: str, *, step: int | None, phase: str | None, loop: tuple[str, ...], startup: tuple[str, ...] = ()
+) -> Signals:
+    progress = step is not None or phase in loop
+    return Signals(component_of(line, before), exception_type(line), raised_at(line, before), progress, not progress and phase in startup)
