@@ -20,27 +20,45 @@ from conftest import ROOT
 FIELD = ROOT / "tests" / "data" / "diagnose" / "field"
 REQUIRED = {"class", "retriable", "source", "excerpt"}
 OPTIONAL = {"phase", "note", "tags"}
-# half -> (class, retriable) accuracy it must keep. The issue's goal for the held-out half is
-# 90% class and 95% retriable; it is NOT met. Scored once after each round of rules: 83.8% /
-# 83.1% of 136 entries, then 82.8% / 86.4% of 169 (2026-12-03); a fresh wave of 87 entries
-# collected 2026-12-04 by collectors who never saw the rules scored 66.7% / 78.6% on its
-# held-out 42 before any rule was written for it (75.6% / 95.6% on its rules 45), and after
-# rules written against its rules half only: 93.7% / 97.1% of 175 (rules), 80.6% / 84.8% of
-# 211 (held out). A second fresh wave of 105 (2026-12-04) scored 66.1% / 75.8% on its held-out
-# 62 and 72.1% / 93.0% on its rules 43 when first seen; after rules written against its rules
-# half only: 91.7% / 96.8% of 218 (rules), 76.9% / 82.8% of 273 (held out). The bars below are the latest measured figures, rounded down, so a change
-# that makes the unseen half worse fails; raise them, never lower them, as the rules get
-# better (README's "Diagnose on real logs" gives the same figures).
-GOALS = {
-    "rules": (0.91, 0.96),
-    "heldout": (0.76, 0.82),
+# Each wave of the corpus is scored on its own: a fresh wave is scored once, unseen, before any
+# change to diagnose is made for it (the figure the issue asks for), then floors are kept.
+# Waves A-F (parts a-f): scored once after each round of rules: 83.8% / 83.1% of 136 held-out
+# entries, then 82.8% / 86.4% of 169 (2026-12-03); a fresh wave of 87 entries collected 2026-12-04
+# by collectors who never saw the rules scored 66.7% / 78.6% on its held-out 42 before any rule was
+# written for it (75.6% / 95.6% on its rules 45), and after rules written against its rules half
+# only: 93.7% / 97.1% of 175 (rules), 80.6% / 84.8% of 211 (held out). A second fresh wave of 105
+# (2026-12-04) scored 66.1% / 75.8% on its held-out 62 and 72.1% / 93.0% on its rules 43 when first
+# seen; after rules written against its rules half only: 91.7% / 96.8% of 218 (rules), 76.9% /
+# 82.8% of 273 (held out).
+# Wave G (part g, issue 32): 40 excerpts from OpenRLHF, Ray, vLLM and DeepSpeed threads, collected
+# 2026-12-05, scored before any change: 55.0% class / 80.0% retriable of all 40 (52.6% / 84.2% of
+# its rules 19, 57.1% / 76.2% of its held-out 21).
+# Then the decision on failures no rule names was changed to stand on signals that survive
+# rewording (diagnose/signals.py: component, exception type and where raised, progress or
+# start-up) and on the vote of the closest known cases (diagnose/neighbours.py, built from the
+# rules halves only).
+# Wave H (part h): 17 more excerpts from the same trackers, collected after that change and scored
+# once, unseen, with it: 76.5% / 76.5% of all 17 (70.0% / 70.0% of its rules 10, 85.7% / 85.7% of
+# its held-out 7); the code before the change scored 52.9% / 76.5% on them.
+# Now (a vLLM engine or reward server failing with no sign of start-up is retriable, a vLLM
+# engine's constructor and "Model loading took" put a failure at model load; both from the rules
+# halves): A-F 92.7% / 96.8% (rules), 78.4% / 82.8% (held out); G 73.7% / 84.2%, 76.2% / 81.0%;
+# H 70.0% / 80.0%, 85.7% / 85.7%. The rules halves' figures flatter the vote (their entries are
+# its known cases).
+# The floors below are the latest measured figures per wave and half, rounded down, so a change
+# that makes an unseen half worse fails; raise them, never lower them (README's "Diagnose on real
+# logs" gives the same figures).
+WAVES: dict[str, tuple[str, dict[str, tuple[float, float]]]] = {
+    "A-F": ("part-[a-f].yaml", {"rules": (0.92, 0.96), "heldout": (0.78, 0.82)}),
+    "G": ("part-g.yaml", {"rules": (0.73, 0.84), "heldout": (0.76, 0.80)}),
+    "H": ("part-h.yaml", {"rules": (0.70, 0.80), "heldout": (0.85, 0.85)}),
 }
 HELDOUT_GOAL = (0.90, 0.95)
 
 
-def load(half: str) -> list[tuple[str, dict[str, Any]]]:
-    """Every entry of the half's files, checked for shape: (file:index, entry)."""
-    files = sorted((FIELD / half).glob("*.yaml"))
+def load(half: str, pattern: str = "*.yaml") -> list[tuple[str, dict[str, Any]]]:
+    """Every entry of the half's files (those matching `pattern`), checked for shape: (file:index, entry)."""
+    files = sorted((FIELD / half).glob(pattern))
     if not files:
         pytest.skip(f"no field corpus in {FIELD / half}")
     out = []
@@ -62,9 +80,10 @@ def load(half: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def score(half: str) -> tuple[float, float, int, list[str]]:
-    """Class and retriable accuracy of `classify` on the half, its size, and its misses."""
-    entries = load(half)
+def score(half: str, pattern: str = "*.yaml") -> tuple[float, float, int, list[str]]:
+    """Class and retriable accuracy of `classify` on the half (its files matching `pattern`),
+    its size, and its misses."""
+    entries = load(half, pattern)
     right_class = right_retry = 0
     misses = []
     for where, entry in entries:
@@ -77,17 +96,26 @@ def score(half: str) -> tuple[float, float, int, list[str]]:
 
 
 @pytest.mark.parametrize("half", ["rules", "heldout"])
-def test_field_corpus_accuracy(half: str) -> None:
-    cls_rate, retry_rate, size, misses = score(half)
-    print(f"\ndiagnose field corpus, {half} half: class {cls_rate:.1%}, retriable {retry_rate:.1%} of {size} entries")
+@pytest.mark.parametrize("wave", sorted(WAVES))
+def test_field_corpus_accuracy(wave: str, half: str) -> None:
+    pattern, floors = WAVES[wave]
+    cls_rate, retry_rate, size, misses = score(half, pattern)
+    print(f"\ndiagnose field corpus, wave {wave}, {half} half: class {cls_rate:.1%}, retriable {retry_rate:.1%} of {size} entries")
     if half == "heldout" and (cls_rate < HELDOUT_GOAL[0] or retry_rate < HELDOUT_GOAL[1]):
         print(f"  below the goal of {HELDOUT_GOAL[0]:.0%} class / {HELDOUT_GOAL[1]:.0%} retriable")
-    cls_goal, retry_goal = GOALS[half]
+    cls_goal, retry_goal = floors[half]
     # The held-out half is only ever scored: its failure message gives counts, never entries.
     shown: object = misses if half == "rules" else f"{len(misses)} of {size} entries missed (held out: not listed)"
     assert cls_rate >= cls_goal, shown
-    if retry_goal is not None:
-        assert retry_rate >= retry_goal, shown
+    assert retry_rate >= retry_goal, shown
+
+
+@pytest.mark.parametrize("half", ["rules", "heldout"])
+def test_field_corpus_overall(half: str) -> None:
+    """Every wave together, printed for the README; the floors are per wave (above)."""
+    cls_rate, retry_rate, size, _ = score(half)
+    print(f"\ndiagnose field corpus, all waves, {half} half: class {cls_rate:.1%}, retriable {retry_rate:.1%} of {size} entries")
+    assert size == sum(len(load(half, pattern)) for pattern, _ in WAVES.values()), "a part belongs to no wave"
 
 
 def test_the_rules_half_reads_the_same_with_every_line() -> None:

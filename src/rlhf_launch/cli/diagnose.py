@@ -30,7 +30,8 @@ def command(
     data: dict[str, Any]
     if log is not None:
         path = driver_log(Path(log))
-        data = {"log": str(path), **logfile.diagnose_file(path).as_json()}
+        diagnosis = logfile.diagnose_file(path)
+        data = {"log": str(path), **diagnosis.as_json(), "auto_resume": auto_resume_verdict(diagnosis)}
     else:
         record, cluster = options.run_and_cluster(run, address, token_file)
         record = remote.refresh(record, cluster.jobs)
@@ -52,6 +53,16 @@ def command(
             if found.missing:
                 data["note"] = found.missing
     output.echo_json(data) if as_json else output.echo(report.diagnose_text(data))
+
+
+def auto_resume_verdict(diagnosis: Any) -> dict[str, Any]:
+    """What the supervisor would do with this failure as a run's first, with a resume left
+    (`--auto-resume 1`, no --retry-on / --no-retry-on): the same function decides both
+    (runs/retry.py `decide`), so `diagnose --log` and the supervisor cannot disagree."""
+    from rlhf_launch.runs import retry
+
+    decision = retry.decide([retry.Failure.of(diagnosis)], retry.Policy(auto_resume=1))
+    return {"retry": isinstance(decision, retry.Retry), "reason": decision.reason}
 
 
 DRIVER_LOGS = "job-driver-*.log"  # Ray's name for a job's driver log in a session's logs/ directory

@@ -408,6 +408,9 @@ def diagnose_text(data: dict[str, Any]) -> str:
             lines.append(f"  earlier: attempt {past['attempt']} {past['status']}: {past['class']} {step} (resumed)")
         return "\n".join(lines)
     lines = [head, diagnosis_text(data)]
+    verdict = data.get("auto_resume")
+    if verdict:
+        lines.append(f"  auto-resume: {'would resume' if verdict.get('retry') else 'would stop'}: {verdict.get('reason', '')}")
     if data.get("stall"):
         lines.insert(1, f"  stalled: {data['stall'].get('message', data['stall'].get('milestone'))}")
     if data.get("note"):

@@ -7,6 +7,8 @@ by range through a callable: runs/logfile.py opens the file), a `Diagnosis` out.
   rules.py     the rules as a data table; checks.py the code they name
   context.py   what a rule sees around a line (traceback, phase)
   classify.py  the engine; raystate.py Ray's state as log lines
+  signals.py   what a failure no rule names is decided on (component, exception, progress)
+  neighbours.py  the closest known cases (known_cases.json), their vote
 Redaction is core/secrets.py's one policy. docs/diagnose.md has the classes as a table.
 """
 

@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlhf_launch.core.secrets import redact_line
-from rlhf_launch.diagnose import checks, reader
+from rlhf_launch.diagnose import checks, neighbours, reader
 from rlhf_launch.diagnose.context import Ctx, empty_match, exception_of, infer_phase, marker_phase
 from rlhf_launch.diagnose.raystate import any_pending, state_lines
 from rlhf_launch.diagnose.reader import Line, Pool, Source
 from rlhf_launch.diagnose.rules import ALL_ANCHORS, DEEP_ANCHORS, DEEP_RULES, FALLBACK_ANCHORS, FALLBACK_EXCEPTION, RULES, Rule
-from rlhf_launch.diagnose.taxonomy import Diagnosis, FailureClass
+from rlhf_launch.diagnose.signals import Signals, exception_type, read_signals
+from rlhf_launch.diagnose.taxonomy import LOOP, STARTUP, Diagnosis, FailureClass
 
 __all__ = ["classify", "diagnose_reader"]
 
@@ -125,13 +126,98 @@ def _last_exception(lines: Sequence[Line]) -> str:
     return ""
 
 
+# What no rule names is still decided from signals that survive rewording (signals.py): an
+# import that cannot be resolved (by its message's shape, whatever raises it), an exception
+# raised while loading a model, checkpoint or dataset, and the component that failed: a vLLM
+# engine or reward server holds no training state, so a failure there after progress is
+# retriable; before the first step (start-up: code, config, environment) nothing is.
+IMPORT_SHAPE = re.compile(
+    r"cannot import name \S+ from|No module named ['\"]|partially initialized module|undefined symbol: \w"
+    r"|Error building extension|ninja: build stopped|Failed to import \S+ because"
+)
+LOAD_FUNCS = frozenset(
+    {
+        "load_checkpoint",
+        "_load_checkpoint",
+        "_load_zero_checkpoint",
+        "_load_optimizer_and_scheduler",
+        "load_state_dict",
+        "from_pretrained",
+        "cached_file",
+        "load_dataset",
+        "load_from_disk",
+    }
+)
+NETWORK = re.compile(r"(?i)Connection\w*Error|Timeout|HTTPError|ClientError|RemoteDisconnected|ServerDisconnected|\b50[234]\b")
+TRY_AGAIN = re.compile(r"(?i)try again later|temporarily unavailable")
+# Whether a confident vote of the closest known cases (neighbours.py) decides a failure the
+# signals leave `unknown`; when it does not, the vote is only reported in the hint.
+ADOPT_VOTE = True
+
+
+def _by_signals(signals: Signals, near: str) -> tuple[FailureClass, bool] | None:
+    """The class and retriable of a failure no strong rule decided, from its signals; None
+    when they say nothing beyond `unknown`."""
+    if IMPORT_SHAPE.search(near):
+        return FailureClass.IMPORT, False
+    if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS:
+        return FailureClass.MODEL_OR_DATA, False
+    if signals.component == "vllm":  # no training state: retriable unless the log puts it at start-up
+        return FailureClass.VLLM, not signals.startup
+    if signals.component == "reward":
+        # a server that did not answer may answer a resumed run; reward code fails the same way
+        return FailureClass.REWARD_REMOTE, not signals.startup and bool(NETWORK.search(signals.exception + "\n" + near[-2048:]))
+    return None
+
+
+def _signals_hint(signals: Signals, cls: FailureClass, retriable: bool) -> str:
+    if retriable:
+        why = "in a component without training state, not at start-up: retriable"
+    elif signals.startup or not signals.progress:
+        why = "before the first step (code, config or environment): not retriable"
+    else:
+        why = "not retriable by itself (auto-resume still retries an unknown failure after progress once)"
+    return f"decided from the failure's shape ({signals.describe()}): {cls}, {why}"
+
+
+def _decisive(lines: Sequence[Line]) -> Line:
+    """The last of the tail's exception lines that names an exception type (else the last)."""
+    for line in reversed(lines):
+        if exception_type(line.text):
+            return line
+    return lines[-1]
+
+
+def _last_line(source: Source, boundary: int) -> Line | None:
+    """The log's last non-empty line after `boundary` (its traceback then lies before it)."""
+    end = source.log_size
+    lo = max(boundary, end - 4096)
+    text = source.read(lo, end)
+    stripped = text.rstrip()
+    if not stripped:
+        return None
+    start = stripped.rfind(b"\n") + 1
+    return Line(lo + start, stripped[start:].decode("utf-8", "replace"))
+
+
 def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pending: bool, environ: Mapping[str, str] | None) -> Diagnosis:
     last = _exceptions(tail)[-3:]
     states = [line for line in tail.lines if line.text.startswith("[ray state] placement group")]
+    signals: Signals | None = None
+    decided: tuple[FailureClass, bool] | None = None
     if last:
-        phase = infer_phase(Ctx(source, last[-1], empty_match(), step, boundary))
+        ctx = Ctx(source, _decisive(last), empty_match(), step, boundary)
+        phase = infer_phase(ctx)
+        signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
+        decided = _by_signals(signals, ctx.near())
     else:
         phase = marker_phase(source, source.log_size, boundary)
+        end = None if pending and step is None else _last_line(source, boundary)
+        if end is not None:  # no exception line: the frames and prefixes before the log's end still tell
+            ctx = Ctx(source, end, empty_match(), step, boundary)
+            phase = infer_phase(ctx) or phase
+            signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
+            decided = _by_signals(signals, ctx.near())
     if pending and step is None and not last:
         phase = "placement"
         hint = "placement groups are still pending: the cluster lacks the GPUs/CPUs the plan needs; free them or shrink `placement.*`"
@@ -142,9 +228,21 @@ def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pen
         else:
             hint = "no known failure class matched and the log shows no exception: read it (`rlhf-launch logs RUN`)"
     near = "\n".join(line.text for line in last)
-    retriable = bool(re.search(r"(?i)try again later|temporarily unavailable", near))
+    cls, retriable = FailureClass.UNKNOWN, bool(TRY_AGAIN.search(near))
+    if decided is not None and signals is not None:
+        cls, retriable = decided
+        hint = f"{hint}; {_signals_hint(signals, cls, retriable)}"
+    elif signals is not None and (signals.component or signals.raised_in):
+        hint = f"{hint}; {_signals_hint(signals, cls, retriable)}"
+    if decided is None and last:
+        around = Ctx(source, last[-1], empty_match(), step, boundary).before()[-2048:]
+        found = neighbours.vote("\n".join(line.text for line in last) + "\n" + around)
+        if found is not None and found.similarity >= neighbours.MIN_SIMILARITY:  # a closest case worth naming
+            if found.confidence >= neighbours.MIN_CONFIDENCE and ADOPT_VOTE:
+                cls, retriable = FailureClass(found.cls), found.retriable
+            hint = f"{hint}; {found.describe()}"
     evidence = _evidence(last[-1], last[:-1] + states, environ) if last else _evidence(states[0], states[1:], environ) if states else []
-    return Diagnosis(FailureClass.UNKNOWN, retriable, phase, step, evidence, hint, "fallback")
+    return Diagnosis(cls, retriable, phase, step, evidence, hint, "fallback")
 
 
 def classify(

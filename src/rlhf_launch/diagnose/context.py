@@ -151,6 +151,7 @@ MARKERS: tuple[tuple[bytes, str], ...] = (
     (b"creating LLM with bundle_indices", "model_load"),
     (b"init_process_group: master_address", "model_load"),
     (b"Loading model weights", "model_load"),
+    (b"Model loading took", "model_load"),
     (b"Memory profiling", "model_load"),
     (b"# GPU blocks", "model_load"),
     (b"LLM engine (v", "model_load"),
@@ -189,6 +190,8 @@ def frame_phase(ctx: Ctx) -> str | None:
                 continue  # the driver's train() and PPOTrainer.fit() span every phase
             if path.endswith("torch/nn/modules/module.py") and name in ("convert", "_apply"):
                 return "model_load"  # Module.to()/.cuda(): moving a model onto the GPU
+            if name == "__init__" and re.search(r"/vllm/(?:v1/)?(?:engine|executor|worker)/", path):
+                return "model_load"  # a vLLM engine, executor or worker being built
         phase = FRAME_PHASES.get(name)
         if phase:
             return phase

@@ -1,0 +1,258 @@
+"""The decision on failures no rule names (issue 32): it stands on signals that survive
+rewording (diagnose/signals.py: the component that failed, the exception's type and where it
+was raised, progress before it), then on the vote of the closest known cases
+(diagnose/neighbours.py); and `diagnose --log` says what the supervisor's retry policy would
+do with the failure, from the same function."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlhf_launch.cli.app import main
+from rlhf_launch.diagnose import FailureClass, classify, neighbours
+from rlhf_launch.diagnose.signals import component_of, exception_type, raised_at
+from rlhf_launch.runs import logfile, retry
+
+from conftest import ROOT
+
+STEP = "✨ Global step 12: {'policy_loss': 0.1}\n"
+# An exception type and message no rule knows, inside a traceback whose frames say where it was.
+VLLM_TB = """Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/vllm/model_executor/layers/frobnicate.py", line 77, in frobnicate
+    out = kernel(x)
+(LLMRayActor pid=123) FrobnicationError: the frobnicator gave up
+"""
+TRAINER_TB = """Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/deepspeed/runtime/engine.py", line 2087, in step
+    self._take_model_step()
+FrobnicationError: the frobnicator gave up
+"""
+
+
+# ---------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize(
+    ("line", "before", "component"),
+    [
+        ("(LLMRayActor pid=1) ValueError: x", "", "vllm"),
+        ("(EngineCore_DP0 pid=559) ERROR 10-20 03:20:50 [core.py:720] EngineCore encountered a fatal error.", "", "vllm"),
+        ("ValueError: x", "ray.exceptions.RayTaskError(ValueError): ray::ActorModelRayActor.fit() (pid=1, ip=10.0.0.1)\n", "trainer"),
+        (
+            "KeyError: 'answer'",
+            'Traceback (most recent call last):\n  File "/w/openrlhf/utils/remote_rm_utils.py", line 9, in f\n',
+            "reward",
+        ),
+        (
+            "RuntimeError: x",
+            'Traceback (most recent call last):\n  File "/x/site-packages/deepspeed/runtime/zero/stage3.py", line 9, in f\n',
+            "trainer",
+        ),
+        (
+            "StopIteration: x",
+            'Traceback (most recent call last):\n  File "/x/site-packages/torch/utils/data/dataloader.py", line 9, in f\n',
+            "data",
+        ),
+        ("ERROR 02-21 06:30:25 core.py:291] RuntimeError: boom", "", "vllm"),  # vLLM's own log format
+        ("RuntimeError: x", "", None),
+    ],
+)
+def test_the_component_comes_from_prefixes_ray_tasks_frames_and_log_format(line, before, component):
+    assert component_of(line, before) == component
+
+
+def test_where_an_exception_was_raised_and_its_type():
+    assert raised_at("FrobnicationError: x", VLLM_TB) == "frobnicate.py:frobnicate"
+    assert raised_at("FrobnicationError: x", "") == ""
+    assert exception_type("(LLMRayActor pid=123) torch.OutOfMemoryError: CUDA out of memory") == "OutOfMemoryError"
+    assert exception_type("ray.exceptions.RayTaskError(ValueError): ray::X.f()") == "RayTaskError"
+    assert exception_type("no exception here") == ""
+
+
+# ---------------------------------------------------------------- the fallback decision
+
+
+def test_a_stateless_component_failing_mid_run_is_retriable():
+    found = classify(STEP + VLLM_TB)
+    assert (found.cls, found.retriable, found.rule) == (FailureClass.VLLM, True, "fallback")
+    assert "FrobnicationError" in found.hint and "vLLM engine" in found.hint and "frobnicate.py:frobnicate" in found.hint
+
+
+def test_the_same_failure_before_the_first_step_is_not():
+    # raised in the engine actor's constructor: start-up (model load), before any step
+    found = classify(
+        "Traceback (most recent call last):\n"
+        '  File "/x/openrlhf/cli/train_ppo_ray.py", line 9, in train\n'
+        "    ray.get(refs)\n"
+        "ray.exceptions.RayTaskError(FrobnicationError): ray::LLMRayActor.__init__() (pid=123, ip=10.0.0.1)\n"
+        '  File "/usr/lib/python3/site-packages/vllm/worker/worker.py", line 77, in init_device\n'
+        "    frobnicate()\n"
+        "FrobnicationError: the frobnicator gave up\n"
+    )
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.VLLM, False, "model_load")
+    assert "before the first step" in found.hint
+
+
+def test_a_stateless_component_failing_with_no_sign_of_start_up_is_retriable():
+    # no step, no phase: nothing puts it at start-up, and a fresh engine starts from the weights
+    found = classify("(LLMRayActor pid=7) FrobnicationError: the frobnicator gave up\n")
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.VLLM, True, None)
+
+
+def test_a_vllm_engine_being_built_is_at_start_up():
+    found = classify(
+        "INFO 03-10 08:07:20 [gpu_model_runner.py:1067] Model loading took 0.2389 GB and 0.977005 seconds\n"
+        "ERROR 03-10 08:07:20 [core.py:302] EngineCore hit an exception: Traceback (most recent call last):\n"
+        'ERROR 03-10 08:07:20 [core.py:302]   File "/x/site-packages/vllm/v1/engine/core.py", line 249, in __init__\n'
+        "ERROR 03-10 08:07:20 [core.py:302]     super().__init__(vllm_config, executor_class, log_stats)\n"
+    )
+    assert (found.cls, found.retriable, found.phase) == (FailureClass.VLLM, False, "model_load")
+
+
+def test_an_unknown_trainer_failure_after_progress_is_not_retriable_but_auto_resume_retries_it_once(tmp_path):
+    found = classify(STEP + TRAINER_TB)
+    assert (found.cls, found.retriable, found.step) == (FailureClass.UNKNOWN, False, 12)
+    assert "trainer rank" in found.hint
+    first = retry.decide([retry.Failure.of(found)], retry.Policy(auto_resume=3))
+    assert isinstance(first, retry.Retry) and "retried once" in first.reason
+    again = retry.decide([retry.Failure.of(found), retry.Failure("unknown", False, 20, resumed_from=10)], retry.Policy(auto_resume=3))
+    assert isinstance(again, retry.Stop)  # once: a second unknown in a row stops
+
+
+@pytest.mark.parametrize(
+    ("log", "cls", "retriable"),
+    [
+        # the shape of an unresolvable import, whatever prints it (no `ImportError:` prefix)
+        (
+            "(TemporaryActor pid=1) cannot import name 'Thing' from partially initialized module 'pkg.mod' "
+            "(most likely due to a circular import) (/x/pkg/mod.py)\n",
+            FailureClass.IMPORT,
+            False,
+        ),
+        # raised while loading a checkpoint: the checkpoint cannot be read as it is
+        (
+            STEP + 'Traceback (most recent call last):\n  File "/x/trainer.py", line 9, in _load_optimizer_and_scheduler\n'
+            "    self.engine.load_checkpoint(path)\nFrobnicationError: shapes differ\n",
+            FailureClass.MODEL_OR_DATA,
+            False,
+        ),
+        # the reward server did not answer, mid-run: a resumed run may find it back
+        (
+            STEP + 'Traceback (most recent call last):\n  File "/w/openrlhf/utils/remote_rm_utils.py", line 29, in request_api\n'
+            "    r = session.post(url)\nFrobnicatedConnectionError: peer went away\n",
+            FailureClass.REWARD_REMOTE,
+            True,
+        ),
+        # reward code that raises fails the same way again
+        (
+            STEP + 'Traceback (most recent call last):\n  File "/w/my_reward_fn.py", line 3, in reward_func\n'
+            "    return score[label]\nFrobnicationError: no score\n",
+            FailureClass.REWARD_REMOTE,
+            False,
+        ),
+        # no exception line at all: the frames before the log's end still name a vLLM engine mid-run
+        (
+            STEP + '  File "/x/site-packages/vllm/entrypoints/llm.py", line 470, in generate\n'
+            "    outputs = self._run_engine(use_tqdm=use_tqdm)\n"
+            '  File "/x/site-packages/vllm/engine/llm_engine.py", line 1391, in step\n'
+            "    outputs = self.model_executor.execute_model(\n",
+            FailureClass.VLLM,
+            True,
+        ),
+    ],
+)
+def test_signals_decide_what_no_rule_names(log, cls, retriable):
+    found = classify(log)
+    assert (found.cls, found.retriable, found.rule) == (cls, retriable, "fallback")
+
+
+def test_a_placement_hang_is_still_read_as_one():
+    found = classify("waiting\n", pending_groups=[{"state": "PENDING", "bundles": [{"GPU": 8}]}])
+    assert (found.cls, found.phase) == (FailureClass.UNKNOWN, "placement")
+
+
+# ---------------------------------------------------------------- the closest known cases
+
+
+def _rules_entries() -> list[dict]:
+    entries = list(yaml.safe_load((ROOT / "tests/data/diagnose/corpus.yaml").read_text()))
+    for path in sorted((ROOT / "tests/data/diagnose/field/rules").glob("*.yaml")):
+        entries += yaml.safe_load(path.read_text()) or []
+    return entries
+
+
+def _held_out_entries() -> list[dict]:
+    out: list[dict] = []
+    for path in sorted((ROOT / "tests/data/diagnose/field/heldout").glob("*.yaml")):
+        out += yaml.safe_load(path.read_text()) or []
+    return out
+
+
+def test_the_shipped_cases_are_the_rules_halves_and_never_a_held_out_thread():
+    shipped = json.loads((ROOT / "src/rlhf_launch/diagnose" / neighbours.DATA).read_text())
+    assert shipped == json.loads(json.dumps(neighbours.build(_rules_entries(), _held_out_entries()), sort_keys=True)), (
+        "known_cases.json is stale: run python scripts/build_known_cases.py"
+    )
+    held_out = {str(e["source"]).split("#", 1)[0] for e in _held_out_entries()}
+    assert not {str(c["source"]).split("#", 1)[0] for c in shipped["cases"]} & held_out
+    assert len(shipped["cases"]) > 250
+
+
+def test_a_known_case_is_its_own_closest_case_and_the_vote_names_it():
+    entry = (ROOT / "tests/data/diagnose/field/rules/part-a.yaml").read_text()
+    entry = yaml.safe_load(entry)[0]
+    found = neighbours.vote(entry["excerpt"])
+    assert found is not None and found.similarity == pytest.approx(1.0)
+    assert found.closest == entry["source"]
+    assert 0 < found.confidence <= 1
+    assert neighbours.vote("") is None
+    assert neighbours.tokens('File "/a/b/c.py", line 3, in update_weight') >= {"update_weight", "update", "weight"}
+
+
+# ---------------------------------------------------------------- diagnose --log and the supervisor agree
+
+
+def _sample() -> list[dict]:
+    """Excerpts of every class, retriable and not, from the rules halves (about 40)."""
+    seen: dict[tuple[str, bool], int] = {}
+    out = []
+    for entry in _rules_entries():
+        key = (entry["class"], bool(entry["retriable"]))
+        if seen.get(key, 0) < 2:
+            seen[key] = seen.get(key, 0) + 1
+            out.append(entry)
+    return out
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_diagnose_log_says_what_the_supervisor_would_do(tmp_path: Path, capsys):
+    for n, entry in enumerate([*_sample(), {"excerpt": STEP + TRAINER_TB}, {"excerpt": TRAINER_TB}]):
+        path = tmp_path / f"job-{n}.log"
+        path.write_text(entry["excerpt"])
+        code, out = _cli(capsys, "diagnose", "--log", str(path), "--json")
+        assert code == 0, out
+        shown = json.loads(out)["auto_resume"]
+        # the supervisor: the same log file through the edge's reader, then the retry policy
+        decision = retry.decide([retry.Failure.of(logfile.diagnose_file(path))], retry.Policy(auto_resume=1))
+        assert shown == {"retry": isinstance(decision, retry.Retry), "reason": decision.reason}, entry.get("source")
+
+
+def test_diagnose_log_text_says_an_unknown_failure_after_progress_is_resumed_once(tmp_path: Path, capsys):
+    path = tmp_path / "job.log"
+    path.write_text(STEP + TRAINER_TB)
+    code, out = _cli(capsys, "diagnose", "--log", str(path))
+    assert code == 0, out
+    assert "diagnosis: unknown (not retriable) at step 12" in out
+    assert "auto-resume: would resume: unknown at step 12 is retried once" in out
+    path.write_text(TRAINER_TB)
+    code, out = _cli(capsys, "diagnose", "--log", str(path))
+    assert "auto-resume: would stop: unknown failure before the first step" in out
