@@ -298,19 +298,40 @@ def plain_number(value: float) -> str:
 
 
 def progress_text(row: dict[str, Any]) -> str:
-    """`step 12/400, 3.1 steps/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known."""
+    """`step 12/400, 3.1 steps/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known; before
+    a step's time is known the ETA is the plan's estimate, `ETA ~5h02m (estimated)`."""
+    estimated = row.get("eta_basis") == "estimate"
+    eta = row.get("eta_seconds")
     if row.get("step") is None:
-        return "-"
+        return f"no step yet, ETA ~{_duration(eta)} (estimated)" if eta is not None and estimated else "-"
     total = row.get("total_steps")
     parts = [f"step {row['step']}" + (f"/{total}" if total else "")]
     if row.get("steps_per_hour"):
         parts.append(f"{plain_number(row['steps_per_hour'])} steps/h")
-    if row.get("eta_seconds") is not None:
-        parts.append(f"ETA {_duration(row['eta_seconds'])}")
+    if eta is not None:
+        parts.append(f"ETA ~{_duration(eta)} (estimated)" if estimated else f"ETA {_duration(eta)}")
     for name in ("reward", "kl"):
         if isinstance(row.get(name), (int, float)):
             parts.append(f"{name} {row[name]:.3g}")
     return ", ".join(parts)
+
+
+def timing_text(timing: dict[str, Any] | None) -> str | None:
+    """`step 1,150 s measured vs 1,280 s estimated (median of 3 steps): generate 120/137,
+    make_experience 380/386, train 600/700, weight_sync 50/57 s` (runs/progress.py versus)."""
+    if not timing or not timing.get("phases_s"):
+        return None
+    n = timing.get("steps")
+    head = ""
+    step = timing.get("step_s")
+    if step and step[1]:
+        head = f"step {plain_number(step[0])} s measured vs {plain_number(step[1])} s estimated"
+    elif step:
+        head = f"step {plain_number(step[0])} s measured"
+    if n:
+        head += f" (median of {n} step{'s' if n != 1 else ''})"
+    phases = ", ".join(f"{p} {plain_number(m)}/{plain_number(e)}" for p, (m, e) in timing["phases_s"].items())
+    return f"{head}: {phases} s (measured/estimated)"
 
 
 def progress_reader(run: Run) -> Callable[[str], str | None]:
@@ -321,7 +342,13 @@ def progress_reader(run: Run) -> Callable[[str], str | None]:
     from rlhf_launch.runs.progress import Tracker, known_total
 
     def fresh(total: int | None) -> Tracker:
-        return Tracker(total_steps=total, release=run.openrlhf_version, started=time.time(), rollout_batch_size=run.rollout_batch_size)
+        return Tracker(
+            total_steps=total,
+            release=run.openrlhf_version,
+            started=time.time(),
+            rollout_batch_size=run.rollout_batch_size,
+            estimate=run.estimate,
+        )
 
     tracker = fresh(known_total(run.progress, run.total_steps))
     marker = f"--- {run.run_id} attempt "
@@ -385,6 +412,7 @@ def runs_text(overview: Overview) -> str:
                 status += f" [{r['diagnosis'].get('class')}]"
             table.append([r["run_id"], status, str(r["attempts"]), progress_text(r), r["auto_resume"] or "-", r["job_id"] or "-"])
         lines += _table(table, indent="")
+        lines += [f"{r['run_id']}: {timing_text(r.get('timing'))}" for r in overview.rows if timing_text(r.get("timing"))]
         lines += [f"{r['run_id']}: {r['waiting']}" for r in overview.rows if r.get("waiting")]
         lines += not_live_lines(overview)
     else:
@@ -425,7 +453,7 @@ def run_line(run: Run) -> str:
     if run.diagnosis and failing_now(run):
         return text + "\n" + diagnosis_text(run.diagnosis)
     past = history_text(run)
-    return text + (f"; {past}" if past else "")
+    return text + (f"; {past}" if past else "") + "".join(f"\n  {t}" for t in [timing_text(row(run, True).get("timing"))] if t)
 
 
 def stopped_text(done: Stopped) -> str:
@@ -460,6 +488,7 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
     """A supervisor's log for people: state lines as one short line each."""
     from rlhf_launch.runs.supervisor import STATE
 
+    told_timing: set[tuple[str, str]] = set()  # each measured-vs-estimated line once
     pending = ""
     told: set[str] = set()  # each diagnosis once (the supervisor repeats its state every minute)
     for chunk in chunks:
@@ -476,6 +505,13 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     shown["eta_seconds"] = None  # no time left to count while nothing trains
                 progress = progress_text(shown)
                 yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
+                from rlhf_launch.runs.progress import versus
+
+                seen = state.get("progress") or {}
+                timing = timing_text(versus(seen.get("measured"), seen.get("estimated")))
+                if timing and ("timing", timing) not in told_timing:  # once per change: it moves with the median
+                    told_timing.add(("timing", timing))
+                    yield f"  {timing}\n"
                 found = state.get("diagnosis")
                 key = json.dumps(found, sort_keys=True, default=str)
                 if found and str(state.get("status")) in ("WAITING", "FAILED", "GAVE_UP") and key not in told:

@@ -16,7 +16,9 @@
 - hangs forever where STANDIN_HANG says: `before_placement`, `after_placement`, or
   `after_step:N`, as a trainer does on a dead vLLM actor or a placement that never comes;
 - prints OpenRLHF-style progress: the args Namespace, a model actor's first line once the
-  groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step.
+  groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step
+  (from 0.9.6 with the trainer's `timing/*` keys: the step's sleep split 40 % generation,
+  20 % make_experience, 35 % ppo_train, 5 % broadcast, and their sum as step_total).
 Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
 """
 
@@ -58,6 +60,7 @@ hang = os.environ.get("STANDIN_HANG", "")
 rollout_batch = arg("rollout.batch_size", "rollout_batch_size")
 new_era = version_key(fs.version) >= version_key("0.9.1")  # the episode bar counts prompts, not batches
 step_seconds = float(os.environ.get("STANDIN_STEP_SECONDS", "0.5"))
+timed = version_key(fs.version) >= version_key("0.9.6")  # the step line's timing/* keys
 crash_steps = [int(s) for s in os.environ.get("STANDIN_CRASH_AT_STEP", "0").split(",")]
 crash_times = int(os.environ.get("STANDIN_CRASH_TIMES", "1"))
 placement_timeout = float(os.environ.get("STANDIN_PLACEMENT_TIMEOUT", "60"))
@@ -265,6 +268,7 @@ def log(message):
 crash_file = os.path.join(ckpt, ".standin_crashes")
 draw(start)
 for step in range(start + 1, steps + 1):
+    step_began = time.time()
     time.sleep(step_seconds)
     if holders_lost() or lost_nodes():
         print(f"lost a node at step {step}", flush=True)
@@ -277,7 +281,14 @@ for step in range(start + 1, steps + 1):
         print(f"injected crash at step {step}", flush=True)
         print(crash_excerpt(crash_class), flush=True)
         sys.exit(1)
-    log(f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}}}")
+    status = {"policy_loss": round(0.5 / step, 4), "reward": round(0.1 * step, 3), "kl": round(0.001 * step, 4)}
+    if timed:  # 0.9.6+: train_step's timers, then fit's generation timer and their sum (ppo_trainer.py)
+        took = time.time() - step_began
+        split = {"generation": 0.4, "make_experience": 0.2, "ppo_train": 0.35, "broadcast": 0.05}
+        status.update({f"timing/{k}": took * split[k] for k in ("make_experience", "ppo_train", "broadcast")})
+        status["timing/generation"] = took * split["generation"]
+        status["timing/step_total"] = sum(v for k, v in status.items() if k.startswith("timing/"))
+    log(f"\u2728 Global step {step}: {status}")
     draw(step)  # the trainer updates its bar after the step's log line
     hang_here(f"after_step:{step}")
     if save_steps > 0 and step % save_steps == 0:
