@@ -453,7 +453,7 @@ def run_line(run: Run) -> str:
     if run.diagnosis and failing_now(run):
         return text + "\n" + diagnosis_text(run.diagnosis)
     past = history_text(run)
-    return text + (f"; {past}" if past else "") + "".join(f"\n  {t}" for t in [timing_text(row(run, True).get("timing"))] if t)
+    return text + (f"; {past}" if past else "")
 
 
 def stopped_text(done: Stopped) -> str:
@@ -610,12 +610,16 @@ def _fit_row(rank: str, describe: str, launch: Launch) -> list[str]:
     ]
 
 
-def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int, live: Any, written: str | None) -> str:
-    """`fit`: the top layouts as a table, the best one's overrides and placement picture."""
+def fit_text(
+    result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int, live: Any, written: str | None, calibration: str | None = None
+) -> str:
+    """`fit`: the top layouts as a table, the best one's overrides and placement picture;
+    `calibration`: what the estimate's constants were calibrated on (fit --from RUN)."""
     where = "the live cluster's free GPUs" if live is not None else "empty nodes"
     lines = [
         f"fit {own.cfg.name} on {nodes} x {gpus_per_node} GPUs ({where}): {result.valid} of {result.tried} layouts accepted "
         f"in {result.seconds:.1f} s",
+        *([f"  {calibration}"] if calibration else []),
         "",
     ]
     head = ["#", "layout", "GPUs", "gen s", "exp s", "train s", "sync s", "s/step", "run h", "GPU-h", "what limits it"]
@@ -651,11 +655,12 @@ def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int,
     return "\n".join(lines)
 
 
-def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int) -> dict[str, Any]:
+def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     from rlhf_launch.fit import changed
 
     return {
         "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node},
+        "calibration": calibration,  # fit --from RUN: the run, its measured and estimated phases, the constants
         "tried": result.tried,
         "valid": result.valid,
         "seconds": round(result.seconds, 2),
