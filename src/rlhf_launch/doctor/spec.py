@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlhf_launch.core.estimate import gpu_of
 from rlhf_launch.core.launch import Launch
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.core.settings import FLASH
@@ -32,6 +33,8 @@ class Needs:
     label_key: str | None
     remote_files: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    gpu_type: str | None = None  # cluster.gpu as the GPU table names it (None: unset)
+    gpu_assumed: str | None = None  # the type the step-time estimate assumes (cluster.gpu, else by memory size)
 
 
 def needs(launch: Launch) -> Needs:
@@ -64,6 +67,8 @@ def needs(launch: Launch) -> Needs:
         label_key=cfg.data.label_key,
         remote_files=files,
         env={k: v for k, v in cfg.runtime_env.env_vars.items() if k not in SECRET_NAMES},
+        gpu_type=gpu_of(cfg)[0].name if cfg.cluster.gpu else None,
+        gpu_assumed=gpu_of(cfg)[0].name,
     )
 
 
