@@ -353,3 +353,74 @@ def test_allow_fresh_reaches_the_heads_submit(capsys):
     argv = shlex.split(job["spec"]["entrypoint"].split(" && ")[0])
     assert "--allow-fresh" in argv and "checkpoint.save_steps=-1" in argv
     assert main([*argv[1:], "--dry-run"]) == 0
+
+
+def _mount_paths(template: dict[str, Any]) -> list[PurePosixPath]:
+    return [PurePosixPath(m["mountPath"]) for m in template["spec"]["containers"][0]["volumeMounts"]]
+
+
+def _named_paths(launch: Launch) -> dict[str, str]:
+    """Every absolute local path the config names, read here from the config itself."""
+    cfg = launch.cfg
+    values = {
+        "models.actor": cfg.models.actor,
+        "models.reward": cfg.models.reward,
+        "models.critic": cfg.models.critic,
+        "data.prompt_dataset": cfg.data.prompt_dataset,
+        "data.eval_dataset": cfg.data.eval_dataset,
+        "checkpoint.ckpt_path": cfg.checkpoint.ckpt_path,
+        "checkpoint.save_path": cfg.checkpoint.save_path,
+    }
+    values.update({f"models.reward_remote_url[{i}]": u for i, u in enumerate(cfg.models.remote_urls)})
+    return {k: v for k, v in values.items() if v and v.startswith("/")}
+
+
+@pytest.mark.parametrize("pvc", ["ckpt", None], ids=["pvc", "no-pvc"])
+@pytest.mark.parametrize("path", PRESETS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_path_the_config_names_is_mounted_on_every_pod(path, pvc):
+    launch, overrides = preset_launch(path)
+    done = k8s.manifests(launch, k8s.K8sOptions(config=path.stem, overrides=tuple(overrides), pvc=pvc))
+    validate(done.docs)
+    named = _named_paths(launch)
+    assert "checkpoint.ckpt_path" in named
+    for template, _, _ in pods(done.docs[0]):
+        mounts = _mount_paths(template)
+        for key, value in named.items():
+            assert any(m == PurePosixPath(value) or m in PurePosixPath(value).parents for m in mounts), (key, value, mounts)
+
+
+def test_the_70b_reward_model_is_mounted_and_the_secrets_come_from_a_secret(capsys):
+    launch = from_config("llama70b-4node", [])
+    done = k8s.manifests(launch, k8s.K8sOptions(config="llama70b-4node", pvc="ckpt", secret="rlhf-keys", hf_cache="hf-cache"))
+    validate(done.docs)
+    text = done.text
+    for template, _, _ in pods(done.docs[0]):
+        container = template["spec"]["containers"][0]
+        assert PurePosixPath("/mnt/shared/models/llama-2-70b-rm") in _mount_paths(template)
+        env = {e["name"]: e for e in container["env"]}
+        for key in ("HF_TOKEN", "WANDB_API_KEY"):
+            assert env[key]["valueFrom"]["secretKeyRef"] == {**env[key]["valueFrom"]["secretKeyRef"], "name": "rlhf-keys", "key": key}
+            assert "value" not in env[key]
+        # the HF cache on a volume every pod shares, where HF_HOME points
+        cache = next(m for m in container["volumeMounts"] if m["mountPath"] == env["HF_HOME"]["value"])
+        volume = next(v for v in template["spec"]["volumes"] if v["name"] == cache["name"])
+        assert volume["persistentVolumeClaim"]["claimName"] == "hf-cache"
+    assert "hf_" not in text.lower().replace("hf_token", "").replace("hf_home", "")  # no token value
+    # what each pod requests, and why, is said
+    size = k8s.sizing(launch)
+    said = [n for n in done.notes if f"{size.memory_gib}Gi" in n]
+    assert said and "deepspeed.adam_offload" in said[0] and "4 pods" in said[0]
+    # without --secret: a note says how to make one
+    plain = k8s.manifests(launch, k8s.K8sOptions(config="llama70b-4node", pvc="ckpt"))
+    assert any("--secret NAME" in n and "HF_TOKEN" in n for n in plain.notes)
+
+
+def test_a_path_from_a_claim(capsys):
+    launch = from_config("llama70b-4node", [])
+    done = k8s.manifests(launch, k8s.K8sOptions(config="x", pvc="ckpt", volumes=("/mnt/shared/models=models",)))
+    validate(done.docs)
+    template = pods(done.docs[0])[0][0]
+    mount = next(m for m in template["spec"]["containers"][0]["volumeMounts"] if m["mountPath"] == "/mnt/shared/models")
+    assert mount.get("readOnly") is True
+    volume = next(v for v in template["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["persistentVolumeClaim"]["claimName"] == "models"

@@ -44,6 +44,27 @@ def test_bash_and_shellcheck_accept_the_script(tmp_path):
         assert checked.returncode == 0, checked.stdout
 
 
+def test_exclusive_asks_for_the_memory_and_says_what_the_plan_needs():
+    big = from_config("llama70b-4node", [], None)
+    text = render(big, SlurmOptions("llama70b-4node"))
+    lines = sbatch_lines(text)
+    assert "--exclusive" in lines and "--mem=0" in lines  # --exclusive alone gets only the memory asked for
+    need = max(big.memory.host_per_node.values())
+    comment = "\n".join(line for line in text.splitlines() if line.startswith("# "))
+    assert f"~{need:.0f} GiB (deepspeed.adam_offload)" in comment and "--mem=0" in comment
+    planned = render(big, SlurmOptions("llama70b-4node", mem="plan"))
+    (mem,) = [line for line in sbatch_lines(planned) if line.startswith("--mem")]
+    assert int(mem.removeprefix("--mem=").removesuffix("G")) >= need * 1.1
+    assert "--object-store-memory=" in planned  # Ray's default object store (30%) would eat into the plan's figure
+    assert "--mem=1500G" in sbatch_lines(render(big, SlurmOptions("x", mem="1500G")))
+    with pytest.raises(UserError, match="--mem"):
+        render(big, SlurmOptions("x", mem="lots"))
+
+
+def test_no_umask_for_the_whole_job():
+    assert not re.search(r"^\s*umask\b", script(), re.M)
+
+
 def test_sbatch_lines_follow_the_config_and_options():
     lines = sbatch_lines(script(partition="gpu", account="proj", time="2-00:00:00", requeue=True, signal_lead=200))
     assert "--nodes=3" in lines and "--ntasks-per-node=1" in lines and "--exclusive" in lines
@@ -80,19 +101,34 @@ STUB_SLURM = {
 nodes=n1
 for a in "$@"; do case "$a" in --exclude=*) nodes="n2 n3";; esac; done
 while [ $# -gt 0 ]; do case "$1" in -w) shift 2 ;; -*) shift ;; *) break ;; esac; done
-for n in $nodes; do SLURMD_NODENAME=$n "$@"; done""",
+pids=()
+for n in $nodes; do SLURMD_NODENAME=$n "$@" & pids+=($!); done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+exit $rc""",
 }
 
 # The launcher: records each call with the state dir it was given; `watch` ends with
 # $STUB_WATCH_RC, or waits for a signal when that is "wait"; `status --wait-nodes 3` fails
-# when $STUB_NODES_MISSING is set; `submit` records a run as the real one does.
+# when $STUB_NODES_MISSING is set; `submit` records a run as the real one does and writes a
+# checkpoint file as the trainer would (with the umask it inherits); `up` makes the token 0600
+# as the real one does whatever the umask; `runs RUN --print-status` answers $STUB_STATUS;
+# `stop` (through Ray) ends with $STUB_STOP_RC.
 STUB_LAUNCHER = """#!/usr/bin/env bash
 echo "launcher $* home=$RLHF_LAUNCH_HOME" >>"$STUB_LOG"
 case "$1" in
-  up) for a in "$@"; do [ "$prev" = --token-file ] && echo secret >"$a"; prev=$a; done ;;
-  status) if [ -n "${STUB_NODES_MISSING:-}" ] && [[ " $* " == *" --wait-nodes 3 "* ]]; then exit 1; fi
+  up|join) [ "$1" = up ] && for a in "$@"; do [ "$prev" = --token-file ] && (umask 077; echo secret >"$a"); prev=$a; done
+     # a --block node: runs until its SIGTERM, then stops its Ray and exits 0
+     trap 'echo "node $SLURMD_NODENAME stopped" >>"$STUB_LOG"; exit 0' TERM; while :; do sleep 0.1; done ;;
+  status) # a node counts once its step started (wrote its pid), as a real one is alive only then
+          want=0; for a in "$@"; do [ "$prev" = --wait-nodes ] && want=$a; prev=$a; done
+          for _ in $(seq 200); do [ "$(ls "$STUB_DIR"/shared/slurm-*/nodes/*.pid 2>/dev/null | wc -l)" -ge "$want" ] && break; sleep 0.1; done
+          if [ -n "${STUB_NODES_MISSING:-}" ] && [[ " $* " == *" --wait-nodes 3 "* ]]; then exit 1; fi
           [[ " $* " == *" --json "* ]] && echo '{"nodes": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}' ;;
-  submit) mkdir -p "$RLHF_LAUNCH_HOME/runs"; echo '{"status": "RUNNING"}' >"$RLHF_LAUNCH_HOME/runs/tiny-1node-20260101-000000-abcdef.json" ;;
+  submit) mkdir -p "$RLHF_LAUNCH_HOME/runs"; echo '{"status": "RUNNING"}' >"$RLHF_LAUNCH_HOME/runs/tiny-1node-20260101-000000-abcdef.json"
+          mkdir -p "$STUB_DIR/ckpt/_actor" && echo weights >"$STUB_DIR/ckpt/_actor/model.pt" ;;
+  runs) echo "${STUB_STATUS:-RUNNING}" ;;
+  stop) [[ " $* " == *" --cluster-ended "* ]] || exit "${STUB_STOP_RC:-0}" ;;
   watch) if [ "$STUB_WATCH_RC" = wait ]; then echo watching >"$STUB_DIR/watching"; trap 'exit 143' TERM; while :; do sleep 0.2; done; fi
          exit "$STUB_WATCH_RC" ;;
 esac
@@ -134,7 +170,9 @@ class Harness:
 
     def run(self, **extra: str) -> subprocess.CompletedProcess:
         self.log.write_text("")
-        return subprocess.run(["bash", str(self.script)], env=self.env(**extra), capture_output=True, text=True, timeout=60)
+        shutil.rmtree(self.shared / "slurm-77-0", ignore_errors=True)  # each allocation its own (Slurm's job id differs)
+        command = ["bash", "-c", 'umask 022 && exec bash "$0"', str(self.script)]  # a site's usual umask
+        return subprocess.run(command, env=self.env(**extra), capture_output=True, text=True, timeout=60)
 
     def calls(self, prefix: str = "launcher ") -> list[str]:
         return [line.removeprefix(prefix) for line in self.log.read_text().splitlines() if line.startswith(prefix)]
@@ -167,12 +205,21 @@ def test_first_allocation_brings_up_the_nodes_waits_checks_submits_and_watches(t
     assert all(f"home={h.shared / 'home'}" in call for call in calls)  # records on the shared storage
     assert (h.shared / "run_id").read_text().strip() == "tiny-1node-20260101-000000-abcdef"
     assert stat.S_IMODE(h.shared.stat().st_mode) == 0o700
-    assert stat.S_IMODE(Path(token).stat().st_mode) == 0o600  # the token, as any file the script's processes write
+    assert stat.S_IMODE(Path(token).stat().st_mode) == 0o600  # the token alone is private
+    # what the trainer writes keeps the site's umask: a team reads its checkpoints
+    assert stat.S_IMODE((tmp_path / "ckpt" / "_actor" / "model.pt").stat().st_mode) & 0o040
     sruns = h.calls("srun ")
     assert any("--job-name=rlhf-ray-head" in s and "-w n1" in s for s in sruns)
     assert any("--job-name=rlhf-ray-join" in s and "--exclude=n1" in s and "--nodes=2" in s for s in sruns)
     assert not any("container" in s for s in sruns)
-    assert "scancel --signal=TERM 77.0 77.1" in h.log.read_text()  # the Ray nodes stopped at the end
+    # the Ray nodes stopped at the end, workers first, by a step that signals each node's launcher
+    # (which stops its Ray and exits 0), not by cancelling their steps
+    stops = [s for s in sruns if "--job-name=rlhf-ray-stop" in s]
+    assert len(stops) == 2 and "--exclude=n1" in stops[0] and "-w n1" in stops[1], sruns
+    assert "scancel" not in h.log.read_text()
+    for host in ("n1", "n2", "n3"):
+        assert (h.shared / "slurm-77-0" / "nodes" / f"{host}.pid").read_text().strip().isdigit()
+    assert all("--quiet" in c for c in up + joins)  # no "copy the token to each worker" inside an allocation
 
 
 def test_the_run_ends_the_allocation_with_its_outcome(tmp_path):
@@ -185,20 +232,26 @@ def test_second_allocation_resumes_the_same_run(tmp_path):
     assert h.run().returncode == 0
     done = h.run()
     assert done.returncode == 0, done.stderr
-    assert foreground(h) == ["status", "status", "doctor", "resume", "watch"]
+    assert foreground(h) == ["status", "status", "doctor", "runs", "resume", "watch"]  # runs: the launcher says the run is not done
     calls = [c for c in h.calls() if c.split()[0] in ("resume", "watch")]
     assert calls[0].startswith("resume tiny-1node-20260101-000000-abcdef --address http://127.0.0.1:8265 ")
     assert calls[1].startswith("watch tiny-1node-20260101-000000-abcdef ")
 
 
-def test_a_succeeded_run_is_not_resumed(tmp_path):
+def test_a_succeeded_run_is_not_resumed_as_the_launcher_says(tmp_path):
     h = Harness(tmp_path)
     assert h.run().returncode == 0
     record = next((h.shared / "home" / "runs").glob("*.json"))
-    record.write_text('{\n  "attempts": [],\n  "status": "SUCCEEDED"\n}')
-    done = h.run()
+    record.write_text('{"attempts": [], "status": "RUNNING"}')  # the record's text is the launcher's business
+    done = h.run(STUB_STATUS="SUCCEEDED")
     assert done.returncode == 0 and "already SUCCEEDED" in done.stderr
     assert "resume" not in h.verbs() and "watch" not in h.verbs()
+    asked = [c for c in h.calls() if c.startswith("runs ")]
+    assert asked and asked[0].startswith("runs tiny-1node-20260101-000000-abcdef --address http://127.0.0.1:8265 ")
+    assert "--print-status" in asked[0]
+    assert "runs/" not in h.script.read_text().split("compgen")[0]  # no record file read before the first submit check
+    done = h.run(STUB_STATUS="STOPPED")  # an interrupted run is resumed
+    assert "resume" in h.verbs()
 
 
 def test_missing_nodes_are_named_and_nothing_is_submitted(tmp_path):
@@ -232,7 +285,26 @@ def test_sigterm_stops_the_run_records_it_and_stops_the_nodes(tmp_path):
     assert "--timeout 90" in stop[0]
     assert "interrupted" in (h.shared / "interrupted.log").read_text()
     log = h.log.read_text()
-    assert log.index("launcher stop") < log.index("scancel --signal=TERM 77.0 77.1")  # the run first, then its nodes
+    assert log.index("launcher stop") < log.index("srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 --job-name=rlhf-ray-stop")
+    assert not any("--cluster-ended" in c for c in h.calls())  # Ray answered: stopped through it
+
+
+def test_scancel_with_ray_gone_records_every_attempt_ended(tmp_path):
+    """scancel signals every step with the batch shell: the stop through Ray fails, and the
+    script has the launcher record the run ended with its allocation."""
+    h = Harness(tmp_path)
+    h.log.write_text("")
+    env = h.env(STUB_WATCH_RC="wait", STUB_STOP_RC="2", STUB_STATUS="STOPPED")
+    proc = subprocess.Popen(["bash", str(h.script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "watching").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    ended = [c for c in h.calls() if c.startswith("stop ") and "--cluster-ended" in c]
+    assert ended and ended[0].startswith("stop tiny-1node-20260101-000000-abcdef --cluster-ended slurm job 77 ")
+    assert "interrupted: STOPPED in its record" in err
 
 
 def test_container_flags_go_on_every_step(tmp_path):
@@ -242,7 +314,7 @@ def test_container_flags_go_on_every_step(tmp_path):
     assert sruns and all("--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in s for s in sruns)
     assert all(f"--container-mounts=/data:/data,{h.shared}:{h.shared}" in s for s in sruns)
     assert all("--container-name=rlhf-launch-77 " in s for s in sruns)
-    assert len(sruns) == 2 + len(foreground(h))  # the two node steps, and every launcher command in the image too
+    assert len(sruns) == 4 + len(foreground(h))  # two node steps, two stop steps, and every launcher command in the image too
 
 
 # ---------------------------------------------------------------- the verb
@@ -300,7 +372,7 @@ def test_a_blocking_node_ends_on_sigterm():
         "from rlhf_launch.cluster import node\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], text=True)\n"
         "print('ready', flush=True)\n"
-        "print(node.wait_blocking(child, grace=20), flush=True)\n"
+        "print(node.wait_blocking(child, grace=20), child.returncode, flush=True)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -317,5 +389,7 @@ def test_a_blocking_node_ends_on_sigterm():
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
-    assert proc.stdout.read().strip() == str(-signal.SIGTERM)  # the child got the SIGTERM and ended
+    # the child (Ray) got the SIGTERM and ended; a node stopped on request reports success (its
+    # Slurm step ends with exit 0, not "task 0: Exited with exit code 1")
+    assert proc.stdout.read().split() == ["0", str(-signal.SIGTERM)]
     assert time.monotonic() - started < 10

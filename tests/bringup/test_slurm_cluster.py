@@ -199,6 +199,13 @@ def test_sbatch_brings_up_three_ray_nodes_and_runs_to_success(slurm, allocation)
     seen = attempts_seen(alloc.ckpt)
     assert len(seen) == 1 and seen[0]["nodes"] >= 1
     assert alloc.leftovers() == [], "the script's Ray nodes outlived the allocation"
+    # a clean job's log is clean: every node step ends with exit 0, none is cancelled, and
+    # nothing tells the user to copy a token or join a node by hand
+    for noise in ("CANCELLED", "Exited with exit code", "copy it to each worker", "on each worker node run", "Traceback"):
+        assert noise not in text, f"{noise!r} in the log of a clean job:\n{text[-6000:]}"
+    # the checkpoints and the export are the team's to read (no job-wide umask 077)
+    written = [p for p in alloc.ckpt.rglob("*") if ".rlhf-launch-slurm" not in p.parts]
+    assert written and all(p.stat().st_mode & 0o040 for p in written), [oct(p.stat().st_mode) for p in written][:5]
 
 
 def test_scancel_mid_run_is_recorded_and_a_second_sbatch_resumes_it(slurm, allocation):
@@ -216,6 +223,8 @@ def test_scancel_mid_run_is_recorded_and_a_second_sbatch_resumes_it(slurm, alloc
     assert state == "CANCELLED", text[-4000:]
     record = alloc.record()
     assert record["status"] == "STOPPED", text[-4000:]
+    # every attempt ended in the record, right after scancel (none left RUNNING)
+    assert [a["status"] for a in record["attempts"]] == ["STOPPED"], record["attempts"]
     assert "interrupted" in (alloc.shared / "interrupted.log").read_text()
     steps_kept = sorted(p.name for p in (alloc.ckpt / "_actor").iterdir() if p.name.startswith("global_step"))
     assert steps_kept, "the checkpoints are gone"

@@ -90,7 +90,11 @@ def test_ctrl_c_ends_quietly_and_closes_the_stream(capsys):
         finally:
             closed.append(True)
 
-    output.follow(chunks())
+    import typer
+
+    with pytest.raises(typer.Exit) as stopped:
+        output.follow(chunks())
+    assert stopped.value.exit_code == output.INTERRUPTED
     captured = capsys.readouterr()
     assert captured.out.splitlines() == ["one", "tw"]  # what came is printed, held part included
     assert captured.err.strip() == "stopped following; the job keeps running"
@@ -142,3 +146,28 @@ def test_an_error_of_the_stream_reaches_the_reader(monkeypatch):
     assert next(stream) == "a\n"
     with pytest.raises(ConnectionResetError):
         next(stream)
+
+
+def test_watch_collapses_the_raylet_s_routine_lines_and_keeps_the_decisive_ones():
+    from rlhf_launch.cli import report
+
+    # Ray's own raylet messages (worker_pool.cc's worker start-up warning, the object spiller;
+    # node_manager.cc's memory monitor), forwarded into the supervisor's log, coloured
+    noise = [
+        f"\x1b[33m(raylet)\x1b[0m WARNING: {n} PYTHON worker processes have been started on node: 3f2a1b2c with address: "
+        "10.0.0.2. This could be a result of using a large number of actors, or due to tasks blocked in ray.get() calls."
+        for n in range(4, 47)
+    ]
+    decisive = (
+        "\x1b[33m(raylet, ip=10.0.0.3)\x1b[0m [2023-05-01 16:19:23,477 E 281 281] (raylet) node_manager.cc:3040: "
+        "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node"
+    )
+    log = "\n".join(["supervising r1", *noise[:30], decisive, *noise[30:], "attempt 1 RUNNING"]) + "\n"
+    shown = "".join(report.supervisor_lines([log[:500], log[500:]])).splitlines()
+    raylet = [line for line in shown if "raylet" in line]
+    assert len(shown) == 5 and len(raylet) == 3, shown  # 44 raylet lines: two summaries and the decisive one
+    assert shown[0] == "supervising r1" and shown[-1] == "attempt 1 RUNNING"
+    assert shown[1].startswith("[rlhf-launch] (raylet) WARNING: 4 PYTHON") and "and 29 more raylet lines" in shown[1]
+    assert shown[2].startswith("(raylet, ip=10.0.0.3) ") and "killed due to memory pressure" in shown[2]
+    assert "and 12 more raylet lines" in shown[3]
+    assert not any("\x1b" in line for line in shown)

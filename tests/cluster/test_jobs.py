@@ -57,6 +57,9 @@ def test_submit_runs_to_success_with_exactly_the_planned_job(cluster, cli_env, c
     assert ck["status"] == "ok" and ck["latest_step"] == 6 and ck["checked_on"] == "every alive node"
     assert ck["roles"]["actor"]["steps"] == [2, 4, 6] and ck["hf_steps"] == [2, 4, 6]
     assert ck["findings"] == []
+    # asked once, every node's agent keeps watching the path: the next look starts no job
+    again = json.loads(run_cli("checkpoints", run_id, "--json", env=cli_env, timeout=120).stdout)
+    assert again["seen_by"] == "the nodes' agents (watching it)" and again["latest_step"] == 6, again
 
 
 def test_flat_release_runs_with_flat_flags(cluster, cli_env, ckpt):
@@ -88,7 +91,7 @@ def test_logs_follow_streams_and_ctrl_c_leaves_the_job_running(cluster, cli_env,
         if re.match(r"\[rlhf-launch\] step ([3-9]|\d\d+)/400", line):  # log chunks come in batches of lines
             break
     follower.send_signal(signal.SIGINT)
-    follower.wait(timeout=30)
+    assert follower.wait(timeout=30) == 130  # Ctrl-C: 130, as every verb (README: exit codes)
     # the launcher's own progress lines, M from the trainer's episode bar, between whole log lines
     shown = [line for line in lines if line.startswith("[rlhf-launch] step ")]
     assert shown and re.match(r"\[rlhf-launch\] step \d+/400", shown[-1]), lines

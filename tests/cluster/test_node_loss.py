@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 
@@ -63,6 +64,9 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
     rec = record(env, run_id)
     statuses = [a["status"] for a in rec["attempts"]]
     assert statuses[0] == "FAILED" and statuses[-1] == "SUCCEEDED"
+    lost = rec["attempts"][0]["diagnosis"]
+    assert lost["class"] == "node_lost" and re.match(r"nodes? \d+\.\d+\.\d+\.\d+", lost["hint"]), lost  # the hint names the node
+    assert not any("\x1b" in line for line in lost["evidence"])
     assert set(statuses[1:-1]) <= {"SUPERSEDED"}  # an attempt sent before Ray noticed the loss
     assert sum(a["reason"] == "auto-resume" for a in rec["attempts"]) == 1
     last = attempts_seen(ckpt)[-1]

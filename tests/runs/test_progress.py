@@ -66,6 +66,13 @@ STEP_011 = (
 )
 
 
+def at(n: int, seconds: float) -> str:
+    """STEP_011 of step n as the trainer's logger stamps it `seconds` after 10:00:00."""
+    minute, second = divmod(int(seconds), 60)
+    hour, minute = divmod(600 + minute, 60)
+    return STEP_011.format(n=n).replace("10:02:11", f"{hour:02d}:{minute:02d}:{second:02d}")
+
+
 def feed(tracker: Tracker, lines: list[str], now: float) -> list[tuple[Milestone, str]]:
     return tracker.feed("\n".join(lines) + "\n", now)
 
@@ -121,8 +128,9 @@ def test_era_08_steps_metrics_and_total_from_the_episode_bar():
     feed(tracker, [STEP_08.format(n=2)], 300.0)
     progress = tracker.progress(300.0)
     assert (progress.step, progress.total_steps, progress.reward, progress.kl) == (2, 20, 0.2, 0.0021)
-    assert progress.steps_per_hour == 36.0
-    assert progress.eta_seconds == 1800  # 18 steps at 100 s
+    # every step line of this excerpt has the same logger time: the bar's own meter (100.4 s a batch) is the rate
+    assert progress.steps_per_hour == pytest.approx(3600 / 100.4, abs=0.001)
+    assert progress.eta_seconds == 1807  # 18 steps at 100.4 s
 
 
 def test_era_08_pre_083_bar_postfix_names_the_reward_rm():
@@ -184,20 +192,49 @@ def test_plan_total_wins_and_partial_lines_wait_for_their_end():
     assert (Milestone.STEP, "5") in found and tracker.step == 5 and tracker.total == 100
 
 
-def test_rate_counts_a_chunk_of_several_steps_once():
-    tracker = Tracker(total_steps=10)
-    feed(tracker, [STEP_011.format(n=1), STEP_011.format(n=2), STEP_011.format(n=3)], 100.0)  # a backlog, one read
-    assert tracker.steps_per_hour() is None
-    feed(tracker, [STEP_011.format(n=4)], 1000.0)
-    assert tracker.steps_per_hour() == pytest.approx(4.0)  # 1 step in 900 s
-    assert tracker.eta_seconds(1000.0) == pytest.approx(6 * 900)
-    assert tracker.eta_seconds(1300.0) == pytest.approx(6 * 900 - 300)
+def test_rate_is_the_trainers_own_pace_not_the_pace_lines_were_read_at():
+    tracker = Tracker(total_steps=40)
+    # issue 28: `logs --follow` joined mid-run reads 18 steps of backlog in one chunk
+    feed(tracker, [at(n, 3 * n) for n in range(1, 19)], 100.0)
+    assert tracker.steps_per_hour() == pytest.approx(1200.0)  # one step per 3 s by the trainer's clock
+    assert tracker.eta_seconds(100.0) == pytest.approx(22 * 3)
+    feed(tracker, [at(19, 57)], 100.5)  # read half a second later: still the trainer's pace
+    assert tracker.steps_per_hour() == pytest.approx(1200.0)
+    assert tracker.eta_seconds(101.5) == pytest.approx(21 * 3 - 1)
+
+
+def test_no_trustworthy_timing_means_no_rate():
+    tracker = Tracker(total_steps=40)
+    for when in (1.0, 2.0, 3.0):  # no logger time, no timing keys, no bar: only when the lines were read
+        tracker.feed(f"Global step {int(when)}: {{'reward': 0.1}}\n", when * 1000)
+    assert tracker.steps_per_hour() is None and tracker.eta_seconds(3000.0) is None
+    assert tracker.progress(3000.0).steps_per_hour is None
+
+
+def test_step_total_timings_then_the_bar_meter_when_logger_times_span_too_little():
+    tracker = Tracker(total_steps=20)
+    feed(tracker, [STEP_09.format(n=1), STEP_09.format(n=2)], 5.0)  # the same logger second: no span
+    assert tracker.steps_per_hour() == pytest.approx(3600 / 312.5)  # `timing/step_total`
+    bar = Tracker(release="0.11.2", rollout_batch_size=128)
+    feed(bar, [EPISODE_011], 1.0)  # 7.0 s a prompt, 128 prompts a step
+    assert bar.steps_per_hour() == pytest.approx(3600 / (7.0 * 128))
+    unstarted = Tracker(release="0.8.11")
+    feed(unstarted, ["Episode [1/1]:   0%|          | 0/8 [00:00<?, ?it/s]"], 1.0)
+    assert unstarted.steps_per_hour() is None
+
+
+def test_the_logger_clock_crosses_a_year():
+    tracker = Tracker()
+    late = STEP_011.format(n=1).replace("09-14 10:02:11", "12-31 23:59:50")
+    early = STEP_011.format(n=2).replace("09-14 10:02:11", "01-01 00:00:10")
+    feed(tracker, [late, early], 1.0)
+    assert tracker.steps_per_hour() == pytest.approx(3600 / 20)
 
 
 def test_progress_json_has_the_run_record_keys():
     tracker = Tracker(total_steps=4)
-    feed(tracker, [STEP_011.format(n=1)], 0.0)
-    feed(tracker, [STEP_011.format(n=2)], 60.0)
+    feed(tracker, [at(1, 0)], 0.0)
+    feed(tracker, [at(2, 60)], 60.0)
     data = tracker.progress(60.0).as_json()
     assert {"step", "total_steps", "steps_per_hour", "eta_seconds", "reward", "kl"} <= set(data)
     assert data["step"] == 2 and data["total_steps"] == 4 and data["eta_seconds"] == 120
@@ -292,8 +329,29 @@ def test_no_deadline_no_stall():
 
 def test_re_reading_the_same_tail_changes_nothing():
     tracker = Tracker(total_steps=10)
-    first = [STEP_011.format(n=1), STEP_011.format(n=2)]
+    first = [at(1, 0), at(2, 100)]
     feed(tracker, first, 100.0)
-    feed(tracker, [STEP_011.format(n=3)], 200.0)
-    assert feed(tracker, [*first, STEP_011.format(n=3)], 300.0) == []  # an overlapping read of the log tail
+    feed(tracker, [at(3, 200)], 200.0)
+    assert feed(tracker, [*first, at(3, 200)], 300.0) == []  # an overlapping read of the log tail
     assert (tracker.step, tracker.progress().reward, tracker.steps_per_hour()) == (3, 0.3, 36.0)
+
+
+def test_a_short_stall_says_seconds_once_and_hints_at_the_stall():
+    from rlhf_launch.cli import report
+    from rlhf_launch.runs.progress import stall_diagnosis
+
+    tracker = Tracker(started=0.0)
+    feed(tracker, [EPISODE_011, at(3, 0)], 10.0)
+    late = stall(tracker, 35.0, {m: 20.0 for m in Milestone})
+    assert late is not None and late.message == "no step after step 3 for 25 s (deadline 20 s)"
+    unknown = {"class": "unknown", "retriable": False, "phase": None, "step": 3, "evidence": [], "hint": "no known failure class matched"}
+    diagnosis = stall_diagnosis(unknown, late)
+    text = report.diagnose_text({"run_id": "r", "attempt": 1, "job_id": "r-1", "job_status": "FAILED", **diagnosis})
+    assert "  stalled: no step after step 3 for 25 s (deadline 20 s)" in text.splitlines()
+    assert "stalled: stalled" not in text and "0 min" not in text
+    assert diagnosis["class"] == "stall" and "no known failure class" not in diagnosis["hint"]
+    assert "supervise.deadlines.step" in diagnosis["hint"]
+    nccl = stall_diagnosis({**unknown, "class": "nccl", "hint": "check NCCL_SOCKET_IFNAME"}, late)
+    assert "the log also shows nccl: check NCCL_SOCKET_IFNAME" in nccl["hint"]
+    long = stall(tracker, 10.0 + 5000.0, {m: 3700.0 for m in Milestone})
+    assert long is not None and long.message.endswith("(deadline 1 h 02 min)")

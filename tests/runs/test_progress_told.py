@@ -56,10 +56,10 @@ def test_the_plan_counts_steps_from_max_samples(home):
 
 def test_progress_text_is_step_of_total_a_plain_rate_and_an_eta():
     tracker = Tracker(total_steps=400)
-    for i, when in ((1, 0.0), (2, 0.5), (3, 1.0)):
-        tracker.feed(step_line(i), when)  # one step per half second: 7,200 steps an hour
-    text = report.progress_text(tracker.progress(1.0).as_json())
-    assert text.startswith("step 3/400, 7,200 steps/h, ETA 3m18s, reward 0.3")
+    for i in range(1, 11):  # the trainer's logger: one step every 2 s, 1,800 steps an hour
+        tracker.feed(f"INFO 09-14 10:00:{2 * i:02d} ppo_trainer.py:551] " + step_line(i), 100.0)
+    text = report.progress_text(tracker.progress(100.0).as_json())
+    assert text.startswith("step 10/400, 1,800 steps/h, ETA 13m00s, reward 0.1")
     assert "e+" not in text
     assert report.plain_number(0.05) == "0.05" and report.plain_number(3.14159) == "3.1" and report.plain_number(42.4) == "42"
     assert report.progress_text({"step": 2, "eta_seconds": 3 * 86400 + 7200}).endswith("ETA 3d02h")
@@ -162,7 +162,8 @@ def test_a_resumed_attempt_keeps_the_total_an_earlier_attempts_bar_told(home, jo
     run = replace(running_run(jobs), total_steps=98, openrlhf_version="0.8.11")  # the plan's bound: 98
     read = report.progress_reader(run)
     read(f"--- {run.run_id} attempt 1 ({run.run_id}-1)\n")
-    assert read(BAR.format(n=3, total=8) + "\n" + step_line(3)) == "step 3/8, reward 0.3, kl 0.002"
+    # the bar's meter: 3.71 s a rollout batch (a global step in 0.8.x), 5 steps left
+    assert read(BAR.format(n=3, total=8) + "\n" + step_line(3)) == "step 3/8, 970 steps/h, ETA 0m19s, reward 0.3, kl 0.002"
     read(f"--- {run.run_id} attempt 2 ({run.run_id}-2)\n")
     shown = read("resumed from global_step2\n" + step_line(3))  # no bar drawn yet in this attempt
     assert shown is not None and shown.startswith("step 3/8")

@@ -16,7 +16,7 @@ The shape:
 - Memory: PACK may put the busiest node's roles on any pod, so each asks for the plan's
   busiest node (core/memory.py host need: offloaded optimizer states, sleeping vLLM weights)
   plus HOST_HEADROOM, a process floor per GPU, Ray's own processes, and /dev/shm: a tmpfs
-  counts against the pod's memory limit.
+  counts against the pod's memory limit (bringup/sizing.py; the sbatch script's --mem uses it too).
 - /dev/shm: KubeRay mounts a memory emptyDir sized to the memory limit (pod.go
   makeEmptyDirVolume) unless one is there; Ray then sizes its object store from it (30% of
   memory, capped by /dev/shm), and the object store can fill the tmpfs NCCL and vLLM need.
@@ -31,6 +31,13 @@ The shape:
   in every Ray container, which is where `rlhf-launch submit` in the head pod reads it.
 - Checkpoints: the PVC is mounted at ckpt_path's parent directory on every pod (so a
   save_path beside it, as the presets have, lands on it too); ckpt_path must be absolute.
+- Every other absolute path the config names (models, datasets, reward files, save_path) is
+  mounted on every pod at the same path: from a PVC (`--volume PATH=CLAIM`) or else from the
+  node's own path (hostPath: the shared storage the GPU nodes mount), read-only for models and
+  data. A relative path or a hub id is no mount.
+- Secrets: HF_TOKEN and WANDB_API_KEY come from the Secret `--secret` names, by secretKeyRef
+  (never a value in the manifest); the HF cache (HF_HOME) is a volume, the PVC `--hf-cache`
+  names or an emptyDir per pod.
 - The RayJob: entrypoint `rlhf-launch submit ... --auto-resume N && rlhf-launch watch`
   (watch follows the run's supervisor to the end and exits non-zero unless the run succeeded
   or was stopped); `backoffLimit: 0` (a KubeRay retry makes a new RayCluster: fresh pods, a
@@ -45,7 +52,6 @@ The shape:
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -55,9 +61,10 @@ from typing import Any
 
 import yaml
 
+from rlhf_launch.bringup.sizing import Sizing, sizing
 from rlhf_launch.core import shipped
 from rlhf_launch.core.launch import Launch
-from rlhf_launch.doctor.checks import GIB, HOST_HEADROOM, SHM_GOOD
+from rlhf_launch.doctor.checks import GIB
 from rlhf_launch.errors import UserError
 from rlhf_launch.util import versions
 
@@ -65,11 +72,6 @@ KUBERAY = "v1.7.0"  # the release whose CRDs the manifests are written for (test
 TOKEN_AUTH_MIN_RAY = "2.52.0"  # KubeRay validation.go: authOptions.mode token needs Ray >= 2.52
 MAX_CLUSTER_NAME = 53  # KubeRay MaxRayClusterNameLength
 MAX_RAYJOB_NAME = 47  # MaxRayJobNameLength: the RayCluster it makes is named NAME-xxxxx
-SHM_NEED_GIB = SHM_GOOD // GIB  # /dev/shm beside the object store: NCCL, vLLM, torch (the doctor's pass mark)
-OBJECT_STORE_GIB = 16  # OpenRLHF moves rollout batches through it (MBs to a few GiB); Ray spills beyond
-PROCESS_GIB_PER_GPU = 4  # each GPU's process outside its offloaded states: torch, CUDA and NCCL host memory
-RAY_SYSTEM_GIB = 8  # raylet, GCS, dashboard, the job drivers and the supervisor
-CPUS_PER_GPU = 8  # a GPU bundle takes 1 CPU; the rest feeds tokenizers, data loaders and reward functions
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"  # the NVIDIA Network Operator's shared RDMA device plugin
 DASHBOARD = "http://127.0.0.1:8265"  # the dashboard as the head pod's own processes reach it
 CONFIG_MOUNT = "/etc/rlhf-launch"
@@ -97,18 +99,24 @@ class K8sOptions:
     skip_check: str = ""
     cpus: int | None = None  # per pod (default: CPUS_PER_GPU per GPU)
     rdma_resource: str | None = None  # NAME or NAME=COUNT; "none" turns it off
+    secret: str | None = None  # a Secret with HF_TOKEN and/or WANDB_API_KEY: env of every container, never values here
+    hf_cache: str | None = None  # a PVC for the HF cache (default: an emptyDir per pod)
+    volumes: tuple[str, ...] = ()  # PATH=CLAIM: a config path from a PVC instead of the node's own path (hostPath)
+
+
+FILE_SUFFIXES = (".json", ".jsonl", ".parquet", ".arrow", ".csv", ".py")  # a path mounted as a file (hostPath type File)
+HF_CACHE_MOUNT = "/mnt/hf-cache"  # HF_HOME on every pod
+SECRET_KEYS = ("HF_TOKEN", "WANDB_API_KEY")
 
 
 @dataclass(frozen=True)
-class Sizing:
-    """What every pod asks for."""
+class Mount:
+    """A config path on every pod: where, from what, and why."""
 
-    gpus: int
-    cpus: int
-    memory_gib: int
-    shm_gib: int
-    object_store_gib: int
-    host_need_gib: float  # the plan's busiest node
+    path: str
+    keys: tuple[str, ...]  # the config keys that name it (or a path under it)
+    claim: str | None  # a PVC, else the node's own path (hostPath)
+    host_type: str = "Directory"
 
 
 @dataclass(frozen=True)
@@ -131,19 +139,53 @@ def default_image(launch: Launch) -> str:
     return f"rlhf-launch:{launch.flags.version}"
 
 
-def sizing(launch: Launch, cpus: int | None = None) -> Sizing:
+def config_paths(launch: Launch) -> dict[str, str]:
+    """config key -> the local path it names (models, datasets, reward files, checkpoints),
+    absolute paths only: a hub id is no path, a relative one lives in the pod's working dir."""
     cfg = launch.cfg
-    gpus = cfg.cluster.gpus_per_node
-    if cpus is not None and cpus < gpus + 1:
-        raise UserError(
-            f"--cpus {cpus}: each of the {gpus} GPUs' bundles takes a CPU, and the drivers need one more",
-            hint=f"--cpus {gpus * CPUS_PER_GPU} (the default)",
-        )
-    host = launch.memory.host_per_node if launch.memory is not None else {}
-    need = max(host.values(), default=0.0)
-    shm = OBJECT_STORE_GIB + SHM_NEED_GIB
-    memory = math.ceil(need * (1 + HOST_HEADROOM) + PROCESS_GIB_PER_GPU * gpus + RAY_SYSTEM_GIB + shm)
-    return Sizing(gpus, cpus or gpus * CPUS_PER_GPU, memory, shm, OBJECT_STORE_GIB, need)
+    out: dict[str, str] = {}
+    for key in ("actor", "reward", "critic"):
+        value = getattr(cfg.models, key)
+        if value and value.startswith("/"):
+            out[f"models.{key}"] = value
+    for key in ("prompt_dataset", "eval_dataset"):
+        value = getattr(cfg.data, key)
+        for i, part in enumerate((value or "").split(",")):
+            name = part.split("@", 1)[0].strip()
+            if name.startswith("/"):
+                out[f"data.{key}" + (f"[{i}]" if "," in (value or "") else "")] = name
+    for i, url in enumerate(cfg.models.remote_urls):
+        if url.startswith("/"):
+            out[f"models.reward_remote_url[{i}]"] = url
+    for key in ("ckpt_path", "save_path"):
+        value = getattr(cfg.checkpoint, key)
+        if PurePosixPath(value).is_absolute():
+            out[f"checkpoint.{key}"] = value
+    return out
+
+
+def _mounts(launch: Launch, pvc: str | None, ckpt_mount: str | None, volumes: tuple[str, ...]) -> list[Mount]:
+    """One mount per path the config names, none under another: the checkpoint PVC first, then
+    each PATH=CLAIM given, then the node's own path (hostPath) for the rest."""
+    claims: dict[str, str] = {}
+    for item in volumes:
+        path, sep, claim = item.partition("=")
+        if not sep or not PurePosixPath(path).is_absolute() or not _SUBDOMAIN.match(claim):
+            raise UserError(f"--volume {item!r} is not PATH=CLAIM", hint="e.g. --volume /mnt/shared/models=models-pvc")
+        claims[str(PurePosixPath(path))] = claim
+    mounts: list[Mount] = []
+    if pvc is not None and ckpt_mount is not None:
+        mounts.append(Mount(ckpt_mount, ("checkpoint.ckpt_path",), pvc))
+    mounts += [Mount(path, (), claim) for path, claim in claims.items() if all(m.path != path for m in mounts)]
+    for key, path in config_paths(launch).items():
+        owner = next((m for m in mounts if _under(path, m.path)), None)
+        if owner is not None:
+            mounts[mounts.index(owner)] = Mount(owner.path, (*owner.keys, key), owner.claim, owner.host_type)
+            continue
+        is_file = PurePosixPath(path).suffix in FILE_SUFFIXES
+        kind = "DirectoryOrCreate" if key.startswith("checkpoint.") else ("File" if is_file else "Directory")
+        mounts.append(Mount(path, (key,), None, kind))
+    return [m for m in mounts if m.keys]
 
 
 def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
@@ -174,16 +216,37 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
             hint=launch.memory.host_fix() if launch.memory is not None else "spread the training roles over more nodes",
         )
     mount = _checkpoint_mount(cfg.checkpoint.ckpt_path, opts.pvc)
-    if opts.pvc is None:
+    if opts.pvc is None and not PurePosixPath(cfg.checkpoint.ckpt_path).is_absolute():
         notes.append(
             "no --pvc: checkpoints stay in each pod's own filesystem and go with it"
             + ("; multi-node DeepSpeed checkpoints need storage every pod shares" if cfg.cluster.nodes > 1 else "")
         )
-    elif not _SUBDOMAIN.match(opts.pvc):
+    if opts.pvc is not None and not _SUBDOMAIN.match(opts.pvc):
         raise UserError(f"--pvc {opts.pvc!r} is not a PersistentVolumeClaim name", hint="lowercase letters, digits, '-' and '.'")
     save = cfg.checkpoint.save_path
-    if mount is not None and PurePosixPath(save).is_absolute() and not _under(save, mount):
-        notes.append(f"checkpoint.save_path {save} is not on the PVC (mounted at {mount}): the final model stays in the pod")
+    if not PurePosixPath(save).is_absolute():
+        notes.append(f"checkpoint.save_path {save} is relative: the final model stays in the pod's working directory")
+    if opts.secret is not None and not _SUBDOMAIN.match(opts.secret):
+        raise UserError(f"--secret {opts.secret!r} is not a Secret name", hint="lowercase letters, digits, '-' and '.'")
+    if opts.hf_cache is not None and not _SUBDOMAIN.match(opts.hf_cache):
+        raise UserError(f"--hf-cache {opts.hf_cache!r} is not a PersistentVolumeClaim name", hint="lowercase letters, digits, '-' and '.'")
+    paths = _mounts(launch, opts.pvc, mount, opts.volumes)
+    for m in paths:
+        if m.claim is None:
+            other = f"--volume {m.path}=CLAIM takes it from a PVC"
+            if "checkpoint.ckpt_path" in m.keys:
+                other = "--pvc CLAIM mounts a PVC over ckpt_path's directory"
+            notes.append(f"{', '.join(m.keys)}: {m.path} is mounted from the node's own {m.path} (hostPath, shared storage); {other}")
+    hub = [v for v in (cfg.models.actor, cfg.models.reward, cfg.models.critic) if v and not v.startswith(("/", ".", "~"))]
+    if opts.secret is None and (hub or cfg.logging.wandb.project):
+        notes.append(
+            "no --secret: "
+            + ("hub models (a gated one needs HF_TOKEN): " + ", ".join(hub) + "; " if hub else "")
+            + ("W&B logging needs WANDB_API_KEY; " if cfg.logging.wandb.project else "")
+            + "kubectl create secret generic NAME --from-literal=HF_TOKEN=... --from-literal=WANDB_API_KEY=..., then --secret NAME"
+        )
+    if opts.hf_cache is None:
+        notes.append(f"HF cache: an emptyDir per pod at {HF_CACHE_MOUNT} (each pod downloads the hub models); --hf-cache CLAIM shares one")
     rdma = _rdma(cfg.runtime_env.env_vars, opts.rdma_resource)
     if rdma is not None and opts.rdma_resource is None:
         notes.append(
@@ -195,7 +258,13 @@ def manifests(launch: Launch, opts: K8sOptions) -> Bringup:
         notes.append(f"image {image}: build docker/Dockerfile, push it where the cluster pulls from, and pass --image")
     labels = {LABEL: "rlhf-launch", "app.kubernetes.io/instance": name, "rlhf-launch/openrlhf": launch.flags.version}
     config_map = f"{name}-config" if opts.rayjob and opts.config_text is not None else None
-    spec = _cluster_spec(launch, size, image, ray_version, labels, opts.pvc, mount, rdma, config_map)
+    nodes = cfg.cluster.nodes
+    notes.append(
+        (f"each of the {nodes} pods (head + {nodes - 1} workers)" if nodes > 1 else "the one pod (the head alone)")
+        + f" requests {size.gpus} GPUs, {size.cpus} CPUs and {size.memory_gib}Gi of memory: {size.why()}; "
+        f"the plan's host RAM per node: {size.per_node() or 'none'} (Ray PACK may put the busiest node's roles on any pod)"
+    )
+    spec = _cluster_spec(launch, size, image, ray_version, labels, paths, rdma, config_map, opts)
     meta: dict[str, Any] = {"name": name, "labels": labels}
     if opts.namespace is not None:
         meta["namespace"] = opts.namespace
@@ -245,13 +314,13 @@ def _cluster_spec(
     image: str,
     ray_version: str,
     labels: Mapping[str, str],
-    pvc: str | None,
-    mount: str | None,
+    paths: list[Mount],
     rdma: tuple[str, int] | None,
     config_map: str | None,
+    opts: K8sOptions,
 ) -> dict[str, Any]:
     params = {"object-store-memory": str(size.object_store_gib * GIB)}
-    head = _template(launch, size, image, labels, "head", pvc, mount, rdma, config_map)
+    head = _template(launch, size, image, labels, "head", paths, rdma, config_map, opts)
     spec: dict[str, Any] = {
         "rayVersion": ray_version,
         "enableInTreeAutoscaling": False,
@@ -268,7 +337,7 @@ def _cluster_spec(
                 "maxReplicas": workers,
                 "numOfHosts": 1,
                 "rayStartParams": dict(params),
-                "template": _template(launch, size, image, labels, "worker", pvc, mount, rdma, None),
+                "template": _template(launch, size, image, labels, "worker", paths, rdma, None, opts),
             }
         ]
     return spec
@@ -280,19 +349,29 @@ def _template(
     image: str,
     labels: Mapping[str, str],
     kind: str,
-    pvc: str | None,
-    mount: str | None,
+    paths: list[Mount],
     rdma: tuple[str, int] | None,
     config_map: str | None,
+    opts: K8sOptions,
 ) -> dict[str, Any]:
     resources: dict[str, Any] = {"cpu": str(size.cpus), "memory": f"{size.memory_gib}Gi", "nvidia.com/gpu": size.gpus}
     if rdma is not None:
         resources[rdma[0]] = rdma[1]
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": "/dev/shm"}]
-    if pvc is not None and mount is not None:
-        volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": pvc}})
-        mounts.append({"name": "checkpoints", "mountPath": mount})
+    for i, m in enumerate(paths):
+        name = "checkpoints" if m.keys[0] == "checkpoint.ckpt_path" and m.claim is not None else f"path-{i}"
+        source: dict[str, Any] = (
+            {"persistentVolumeClaim": {"claimName": m.claim}}
+            if m.claim is not None
+            else {"hostPath": {"path": m.path, "type": m.host_type}}
+        )
+        volumes.append({"name": name, **source})
+        read_only = all(k.startswith(("models.", "data.")) for k in m.keys)  # what the run only reads
+        mounts.append({"name": name, "mountPath": m.path, **({"readOnly": True} if read_only else {})})
+    cache: dict[str, Any] = {"persistentVolumeClaim": {"claimName": opts.hf_cache}} if opts.hf_cache else {"emptyDir": {}}
+    volumes.append({"name": "hf-cache", **cache})
+    mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_MOUNT})
     if config_map is not None:
         volumes.append({"name": "config", "configMap": {"name": config_map}})
         mounts.append({"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True})
@@ -303,9 +382,14 @@ def _template(
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "volumeMounts": mounts,
     }
-    env = [{"name": k, "value": v} for k, v in sorted(launch.cfg.runtime_env.env_vars.items()) if k.startswith("NCCL_")]
-    if env:
-        container["env"] = env
+    env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": HF_CACHE_MOUNT}]
+    if opts.secret is not None:  # from the Secret, by reference: no value in the manifest
+        wandb = bool(launch.cfg.logging.wandb.project)
+        for key in SECRET_KEYS:
+            optional = key != "WANDB_API_KEY" or not wandb  # W&B logging without its key fails: the pod must not start
+            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": opts.secret, "key": key, "optional": optional}}})
+    env += [{"name": k, "value": v} for k, v in sorted(launch.cfg.runtime_env.env_vars.items()) if k.startswith("NCCL_")]
+    container["env"] = env
     if rdma is not None:
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     return {

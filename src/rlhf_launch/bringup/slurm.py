@@ -16,9 +16,13 @@ What the script does, on the allocation's first node (the head):
    checkpoint on the new cluster), then `rlhf-launch watch RUN` in the foreground: the run's
    supervisor, through its automatic resumes, to the run's end.
 4. SIGTERM (time limit: `--signal=B:TERM@LEAD` sends it to this shell LEAD seconds early;
-   scancel; preemption) runs `rlhf-launch stop RUN`: the run is recorded STOPPED, its
-   checkpoints kept, and the allocation's log says it was interrupted; then the Ray nodes the
-   script started are ended (SIGTERM to their steps: each `--block` node stops its Ray).
+   scancel; preemption) runs `rlhf-launch stop RUN`. scancel signals every step at once, so
+   the Ray nodes may be gone already: then `stop RUN --cluster-ended WHY` records the run and
+   every live attempt STOPPED. The checkpoints are kept and the log says it was interrupted.
+5. At the end the Ray nodes are stopped workers first, each by one short step that sends
+   SIGTERM to its node's launcher (the pid its step wrote): the launcher stops its Ray and
+   exits 0, so the node steps end cleanly (no step cancelled, no "exit code 1").
+   Everything runs with the submitter's umask: the token alone is 0600 (`up` makes it so).
 
 Pure: config, plan and options in, script text out; nothing here runs Slurm or Ray.
 """
@@ -30,7 +34,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlhf_launch.bringup.sizing import Sizing, sizing
 from rlhf_launch.core.launch import Launch
+from rlhf_launch.doctor.checks import GIB
 from rlhf_launch.errors import UserError
 
 SHARED_NAME = ".rlhf-launch-slurm"
@@ -64,9 +70,13 @@ class SlurmOptions:
     # Tests only: every node on this one machine at 127.0.0.(2+i), its Ray ports from this base.
     loopback_ports: int | None = None
     extra_sbatch: tuple[str, ...] = field(default_factory=tuple)
+    # `#SBATCH --mem`: None asks for each node's whole memory (--mem=0); "plan" for the plan's
+    # per-node figure; else a Slurm size (e.g. 1500G), passed on as given
+    mem: str | None = None
 
 
 _TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$|^\d+-\d+$")
+_MEM = re.compile(r"^\d+[KMGT]?$")
 
 
 def check(opts: SlurmOptions) -> None:
@@ -78,6 +88,8 @@ def check(opts: SlurmOptions) -> None:
             f"--signal-lead {opts.signal_lead}s leaves too little time to stop the run ({opts.stop_timeout}s) and the Ray nodes",
             hint=f"use --signal-lead {opts.stop_timeout + STOP_MARGIN} or more, or a smaller --stop-timeout",
         )
+    if opts.mem is not None and opts.mem != "plan" and not _MEM.match(opts.mem):
+        raise UserError(f"--mem {opts.mem!r} is not a Slurm memory size", hint="e.g. --mem 1500G, or --mem plan for the plan's figure")
     if opts.container_mounts and not opts.container_image:
         raise UserError("--container-mounts needs --container-image")
     for port in (opts.port, opts.dashboard_port):
@@ -93,6 +105,16 @@ def _array(values: tuple[str, ...] | list[str]) -> str:
     return "(" + " ".join(shlex.quote(v) for v in values) + ")"
 
 
+def mem_line(size: Sizing, mem: str | None) -> str:
+    """`--mem` per node: 0 (the whole node: --exclusive alone gives a job only the memory it
+    asks for), the plan's figure, or the user's size."""
+    if mem is None:
+        return "--mem=0"
+    if mem == "plan":
+        return f"--mem={size.memory_gib}G"
+    return f"--mem={mem}"
+
+
 def _header(launch: Launch, opts: SlurmOptions) -> list[str]:
     cfg = launch.cfg
     lines = [
@@ -101,6 +123,7 @@ def _header(launch: Launch, opts: SlurmOptions) -> list[str]:
         f"#SBATCH --nodes={cfg.cluster.nodes}",
         "#SBATCH --ntasks-per-node=1",
         "#SBATCH --exclusive",
+        f"#SBATCH {mem_line(sizing(launch), opts.mem)}",
     ]
     if opts.gpu_request:
         lines.append(f"#SBATCH --gpus-per-node={cfg.cluster.gpus_per_node}")
@@ -134,7 +157,7 @@ def _parameters(launch: Launch, opts: SlurmOptions) -> list[str]:
         f"WAIT_TIMEOUT={opts.wait_timeout}",
         f"STOP_TIMEOUT={opts.stop_timeout}",
         f"LAUNCHER={_array(opts.launcher)}",
-        f"RAY_ARGS={_array(opts.ray_args)}",
+        f"RAY_ARGS={_array(_ray_args(launch, opts))}",
         f"CONTAINER={_array(container)}",
         f"CONTAINER_MOUNTS={q(opts.container_mounts or '')}",
         f"SKIP_CHECK={q(opts.skip_check)}",
@@ -143,18 +166,27 @@ def _parameters(launch: Launch, opts: SlurmOptions) -> list[str]:
     ]
 
 
+def _ray_args(launch: Launch, opts: SlurmOptions) -> tuple[str, ...]:
+    """`ray start` arguments of every node: with the plan's --mem, an object store that fits it
+    (Ray's default takes 30% of the memory it sees)."""
+    if opts.mem != "plan" or any(a.startswith("--object-store-memory") for a in opts.ray_args):
+        return opts.ray_args
+    return (*opts.ray_args, f"--object-store-memory={sizing(launch).object_store_gib * GIB}")
+
+
 # The script's body: bash only, its parameters set above it. `set -e` is off on purpose: the
 # trap and the clean-up must run whatever failed.
 BODY = r"""
 set -uo pipefail
-umask 077
+# No umask here: Ray's processes, and so the trainer, inherit this shell's, and a team reads its
+# checkpoints and exports. Only the shared directory (the token's) is this user's alone.
 
 say() { printf '[rlhf-launch slurm %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 SHARED=$(realpath -m -- "$SHARED")
 mkdir -p "$SHARED/home" && chmod 700 "$SHARED"
 export RLHF_LAUNCH_HOME="$SHARED/home"  # the run's records, where every allocation finds them
-TOKEN="$SHARED/auth_token"              # made by `up --head`, mode 0600
+TOKEN="$SHARED/auth_token"              # made by `up --head` (mode 0600 whatever the umask)
 RUN_FILE="$SHARED/run_id"
 JOBDIR="$SHARED/slurm-${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"
 mkdir -p "$JOBDIR/nodes"
@@ -189,6 +221,7 @@ node_ip() {  # the address Ray takes on this node: the source address of its def
 
 ray_node() {  # ray_node head | ray_node join HEAD_IP: this node's Ray, in the foreground
   local ip extra=() base
+  echo $$ >"$JOBDIR/nodes/$SLURMD_NODENAME.pid"  # the launcher's, after exec: what stop_step signals
   ip=$(node_ip)
   if [ -n "$LOOPBACK_PORTS" ]; then  # tests: every node on one machine, each its own ports
     base=$((LOOPBACK_PORTS + 10 * $(node_index)))
@@ -200,10 +233,10 @@ ray_node() {  # ray_node head | ray_node join HEAD_IP: this node's Ray, in the f
   fi
   printf '%s\n' "$ip" >"$JOBDIR/nodes/$SLURMD_NODENAME"
   if [ "$1" = head ]; then
-    exec "${LAUNCHER[@]}" up --head --block --node-ip-address "$ip" --port "$RAY_PORT" --dashboard-port "$DASH_PORT" \
+    exec "${LAUNCHER[@]}" up --head --block --quiet --node-ip-address "$ip" --port "$RAY_PORT" --dashboard-port "$DASH_PORT" \
       --num-gpus "$GPUS_PER_NODE" --token-file "$TOKEN" -- "${RAY_ARGS[@]}" "${extra[@]}"
   fi
-  exec "${LAUNCHER[@]}" join "$2" --block --node-ip-address "$ip" --port "$RAY_PORT" \
+  exec "${LAUNCHER[@]}" join "$2" --block --quiet --node-ip-address "$ip" --port "$RAY_PORT" \
     --num-gpus "$GPUS_PER_NODE" --token-file "$TOKEN" -- "${RAY_ARGS[@]}" "${extra[@]}"
 }
 
@@ -253,9 +286,27 @@ wait_gone() {  # wait_gone PID...: until every one ended, STOP_TIMEOUT at most f
   timeout "$STOP_TIMEOUT" bash -c 'for pid; do tail --pid="$pid" -f /dev/null; done' _ "$@"
 }
 
-stop_nodes() {  # end the Ray nodes this script started: SIGTERM to their tasks (each `--block` node stops its Ray)
+stop_step() {  # stop_step SRUN_ARGS...: SIGTERM to the launcher of each node's Ray (it stops its Ray and exits 0)
+  # fails where a node has no launcher to signal (its step not started yet, or ended) or no step could start
+  # (an ending allocation): stop_nodes then signals the node steps themselves; hence its errors unshown
+  # shellcheck disable=SC2016 # expanded on the node
+  srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 --job-name=rlhf-ray-stop "$@" "${CONTAINER[@]}" bash -c \
+    'pid=$(cat "$0/nodes/$SLURMD_NODENAME.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null' "$JOBDIR" 2>/dev/null
+}
+
+stop_nodes() {  # end the Ray nodes this script started, the workers first, each step ending with exit 0
   local steps pid
-  steps=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk '$2 ~ /^rlhf-ray-/ {print $1}')
+  if [ -n "$WORKERS_PID" ] && kill -0 "$WORKERS_PID" 2>/dev/null; then
+    stop_step --nodes=$((NODES - 1)) --ntasks=$((NODES - 1)) --exclude="$HEAD_NODE" && wait_gone $WORKERS_PID
+  fi
+  if [ -n "$HEAD_PID" ] && kill -0 "$HEAD_PID" 2>/dev/null; then
+    stop_step --nodes=1 --ntasks=1 -w "$HEAD_NODE" && wait_gone $HEAD_PID
+  fi
+  local left=""
+  for pid in $WORKERS_PID $HEAD_PID; do kill -0 "$pid" 2>/dev/null && left=1; done
+  [ -n "$left" ] || return 0
+  say "the Ray node steps did not end on their own: SIGTERM to the steps"
+  steps=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk '$2 ~ /^rlhf-ray-(head|join)$/ {print $1}')
   if [ -n "$steps" ]; then
     # shellcheck disable=SC2086 # one word per step
     scancel --signal=TERM $steps 2>/dev/null
@@ -277,10 +328,17 @@ on_term() {
   say "SIGTERM: Slurm ends allocation $SLURM_JOB_ID (time limit, scancel or preemption)"
   [ -n "$WATCH_PID" ] && kill -TERM "$WATCH_PID" 2>/dev/null
   if [ -n "$RUN_ID" ]; then
-    L stop "$RUN_ID" "${CLUSTER[@]}" --timeout "$STOP_TIMEOUT"
+    # the run stopped through Ray (time limit, preemption: Ray still runs); after scancel Slurm
+    # signals every step at once and Ray is gone: the record says the allocation ended it
+    if ! L stop "$RUN_ID" "${CLUSTER[@]}" --timeout "$STOP_TIMEOUT"; then
+      say "the stop through Ray did not complete (after scancel Slurm ends every step, Ray too): the run ends with the allocation"
+      L stop "$RUN_ID" --cluster-ended \
+        "slurm job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) ended: scancel, time limit or preemption"
+    fi
     printf '%s slurm job %s (restart %s): interrupted by SIGTERM; run %s stopped, checkpoints kept\n' \
       "$(date -Is)" "$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" "$RUN_ID" >>"$SHARED/interrupted.log"
-    say "run $RUN_ID interrupted: recorded STOPPED, its checkpoints kept; sbatch this script again to resume it"
+    say "run $RUN_ID interrupted: $(L runs "$RUN_ID" --print-status 2>/dev/null) in its record, its checkpoints kept;" \
+      "sbatch this script again to resume it"
   fi
   finish 143
 }
@@ -304,7 +362,8 @@ L doctor "${CONFIG_ARGS[@]}" "${CLUSTER[@]}" "${SKIP[@]}" || finish 1
 
 if [ -s "$RUN_FILE" ]; then  # a later allocation, or a requeue: continue the run
   RUN_ID=$(cat "$RUN_FILE")
-  if grep -q '^  "status": "SUCCEEDED"' "$RLHF_LAUNCH_HOME/runs/$RUN_ID.json" 2>/dev/null; then
+  STATUS=$(L runs "$RUN_ID" "${CLUSTER[@]}" --print-status) || finish 1  # the launcher's word on the run
+  if [ "$STATUS" = SUCCEEDED ]; then
     say "run $RUN_ID already SUCCEEDED: nothing to do"
     finish 0
   fi
@@ -334,14 +393,34 @@ finish "$CODE"
 """
 
 
+def memory_comment(size: Sizing, mem: str | None) -> list[str]:
+    """What the plan needs of each node's memory, for whoever signs the script."""
+    lines = [
+        "# Host memory the plan needs (core/memory's estimate: offloaded optimizer states, sleeping vLLM weights):",
+        f"#   the plan's nodes: {size.per_node() or 'none estimated'}",
+        f"#   Ray may put the busiest plan node's roles on any Slurm node, so each needs {size.memory_gib} GiB:",
+        f"#   {size.why()}",
+    ]
+    if mem is None:
+        lines.append("#   --mem=0: the whole memory of each node (--exclusive alone gives only the memory asked for);")
+        lines.append(f"#   `rlhf-launch slurm --mem plan` asks for --mem={size.memory_gib}G instead")
+    elif mem == "plan":
+        lines.append(f"#   --mem={size.memory_gib}G: the plan's figure; Ray's object store set to {size.object_store_gib} GiB within it")
+    else:
+        lines.append(f"#   --mem={mem}: as given (--mem); the plan's figure is {size.memory_gib}G")
+    return lines
+
+
 def render(launch: Launch, opts: SlurmOptions) -> str:
     """The sbatch script for `launch` (its config and plan) with `opts`."""
     check(opts)
+    size = sizing(launch)
     parts = [
         *_header(launch, opts),
         "#",
         f"# rlhf-launch slurm: {launch.cfg.name}, {launch.cfg.cluster.nodes} nodes x {launch.cfg.cluster.gpus_per_node} GPUs "
         f"(the plan uses {launch.plan.gpus_required})",
+        *memory_comment(size, opts.mem),
         "# Submit it again (or let Slurm requeue it) to resume the run from its latest checkpoint.",
         "",
         *_parameters(launch, opts),

@@ -40,6 +40,12 @@ def command(
             data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
         elif (chosen.diagnosis or {}).get("stall"):  # the supervisor diagnosed the stall when it saw it
             data.update(chosen.diagnosis or {})
+        elif chosen.status.is_live():  # nothing failed (yet): no class to give it
+            from rlhf_launch.runs.overview import row
+
+            data["running"] = True
+            if chosen is record.current:
+                data["progress"] = report.progress_text(row(record, True))
         else:
             found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
             data.update(found.diagnosis().as_json())

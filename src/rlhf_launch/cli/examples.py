@@ -38,6 +38,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "runs": [
         ("rlhf-launch runs", "every run, with status, attempt and progress"),
         ("rlhf-launch runs --address http://head:8265 --json", "the same with another cluster's runs, as JSON"),
+        ("rlhf-launch runs llama70b-4node-2026 --print-status", "one run's status word (SUCCEEDED, STOPPED, ...), for scripts"),
     ],
     "doctor": [
         ("rlhf-launch doctor llama70b-4node", "is every node ready for this run?"),
@@ -77,10 +78,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "slurm": [
         ("rlhf-launch slurm llama70b-4node -p gpu -t 2-00:00:00 -o run.sbatch", "write an sbatch script for a partition"),
         ("rlhf-launch slurm llama70b-4node --requeue --submit", "write it and sbatch it; a requeue resumes the run"),
+        ("rlhf-launch slurm llama70b-4node --mem plan -o run.sbatch", "ask for the plan's memory per node, not the whole node"),
     ],
     "k8s": [
         ("rlhf-launch k8s llama70b-4node --pvc ckpt -o ray.yaml", "a RayCluster with the checkpoint PVC mounted"),
         ("rlhf-launch k8s llama70b-4node --rayjob --pvc ckpt | kubectl apply -f -", "a RayJob, applied at once"),
+        ("rlhf-launch k8s llama70b-4node --pvc ckpt --secret rlhf-keys --hf-cache hf", "tokens from a Secret, a shared HF cache"),
     ],
     "status": [
         ("rlhf-launch status", "alive nodes, GPUs, Ray versions and running jobs"),

@@ -1,5 +1,8 @@
 """`rlhf-launch import SCRIPT [-o OUT.yaml]`: turn a script that runs the trainer into a config.
 
+`--openrlhf-source DIR` reads the script with an OpenRLHF fork's own flags (openrlhf/fork.py) and
+writes `openrlhf.source: <absolute DIR>` instead of a release.
+
 Exit 0 when the config reproduces the script; 1 when it was written but something of the
 script is left out (a flag the target release removed, an unknown flag: the findings say
 which); 2 for a user error (no such file, not UTF-8, no trainer call in it, OUT exists).
@@ -22,6 +25,9 @@ def command(
         None,
         "--script-version",
         help="release the script was written for (default: of those that accept all its flags, the newest of the oldest one's series)",
+    ),
+    openrlhf_source: str | None = typer.Option(
+        None, "--openrlhf-source", help="an OpenRLHF fork's checkout the trainer runs: read the script with its own flags"
     ),
     variables: list[str] | None = typer.Option(
         None, "--var", help="NAME=VALUE for a variable the script reads but does not set (repeatable)", show_default=False
@@ -57,6 +63,13 @@ def command(
         if not sep or not name.isidentifier():
             raise UserError(f"--var {item!r} is not NAME=VALUE")
         environ[name] = value
+    fork = None
+    if openrlhf_source is not None:
+        if openrlhf_version or script_version:
+            raise UserError("--openrlhf-source reads the script with the fork's own flags; drop --openrlhf-version and --script-version")
+        from rlhf_launch.openrlhf import fork as forks
+
+        fork = forks.read(openrlhf_source, via="--openrlhf-source")
     try:
         imported = import_script(
             text,
@@ -65,6 +78,7 @@ def command(
             script_version=script_version,
             target_version=openrlhf_version,
             pick=call,
+            fork=fork,
         )
     except ScriptError as exc:
         raise UserError(f"{script}: {exc}", hint=_script_hint(str(exc))) from None
@@ -79,7 +93,8 @@ def command(
         for line in notes:
             output.echo(imported.clean(line))
         versions = imported.source if imported.source == imported.target else f"{imported.source} -> {imported.target}"
-        output.echo(f"wrote {target} (openrlhf {versions}); check it with: rlhf-launch plan {target}")
+        shown = versions if fork is not None else f"openrlhf {versions}"
+        output.echo(f"wrote {target} ({shown}); check it with: rlhf-launch plan {target}")
     if not imported.ok:
         output.exit_with(output.FAILED)
 

@@ -22,6 +22,7 @@ def command(
     no_auth: bool = options.NO_AUTH,
     block: bool = options.BLOCK,
     as_json: bool = options.JSON,
+    quiet: bool = typer.Option(False, "--quiet", help="no Ray start-up notes (its warnings and errors still show)"),
     ray_args: list[str] | None = options.RAY_ARGS,
 ) -> None:
     """Start a Ray worker on this node and join it to the head."""
@@ -40,6 +41,7 @@ def command(
         socket_ifname=socket_ifname,
         head_ip=head_ip,
         port=port,
+        quiet=quiet,
     )
 
     def notify(info: dict[str, Any]) -> None:

@@ -26,6 +26,15 @@ def command(
     auto_resume: int = options.AUTO_RESUME,
     allow_fresh: bool = typer.Option(False, "--allow-fresh", help="with --rayjob: allow --auto-resume without checkpoints"),
     skip_check: str = options.SKIP_CHECK,
+    secret: str | None = typer.Option(
+        None, "--secret", help="a Secret with HF_TOKEN and WANDB_API_KEY: every pod's env takes them from it (no value in the manifest)"
+    ),
+    hf_cache: str | None = typer.Option(
+        None, "--hf-cache", help="a ReadWriteMany PVC for the HF cache, shared by every pod (default: an emptyDir per pod)"
+    ),
+    volume: list[str] | None = typer.Option(
+        None, "--volume", help="PATH=CLAIM: a path the config names from a PVC, not the node's own path (hostPath); repeat"
+    ),
     cpus: int | None = typer.Option(None, "--cpus", min=1, help="CPUs per pod (default: 8 per GPU)"),
     rdma_resource: str | None = typer.Option(
         None,
@@ -70,6 +79,9 @@ def command(
         skip_check=skip_check,
         cpus=cpus,
         rdma_resource=rdma_resource,
+        secret=secret,
+        hf_cache=hf_cache,
+        volumes=tuple(volume or ()),
     )
     done = manifests(launch, opts)
     out = out or output_file

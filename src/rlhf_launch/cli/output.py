@@ -139,7 +139,8 @@ def follow(chunks: Iterable[str], progress: Callable[[str], str | None] | None =
     is held until its newline comes, so nothing printed is ever erased. `progress` reads
     each chunk and returns a progress line (or None): on a terminal it is kept as a live
     last line, cut to the terminal's width (or, before there is one, the line being
-    redrawn); elsewhere it is printed as a plain line when it changes."""
+    redrawn); elsewhere it is printed as a plain line when it changes. After a Ctrl-C it
+    exits 130 (INTERRUPTED), whatever the run's state: the caller prints no outcome."""
     import shutil
 
     live = sys.stdout.isatty()
@@ -188,3 +189,5 @@ def follow(chunks: Iterable[str], progress: Callable[[str], str | None] | None =
             echo(_fit(status, shutil.get_terminal_size((100, 24)).columns))
         if interrupted:
             echo("stopped following; the job keeps running", err=True)
+    if interrupted:
+        exit_with(INTERRUPTED)  # Ctrl-C is 130 for every verb that follows (README: exit codes)

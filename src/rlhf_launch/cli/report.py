@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rlhf_launch.core import picture
 from rlhf_launch.core.findings import Finding
+from rlhf_launch.util.text import plain
 
 if TYPE_CHECKING:  # only for annotations: `plan` must not import the runs edge
     from rlhf_launch.cluster.live import Live
@@ -72,6 +74,7 @@ def memory_text(memory: MemoryReport) -> list[str]:
     for r in memory.roles:
         for note in r.notes:
             lines.append(f"  {r.role}: {note}")
+    lines += phases_text(memory)
     if memory.host_per_node:
         busiest = max(memory.host_per_node.values())
         limit = f" of {memory.host_limit:g}" if memory.host_limit else " (cluster.host_memory_gb not set)"
@@ -103,9 +106,35 @@ def estimate_text(est: StepEstimate) -> list[str]:
     return lines
 
 
+def phases_text(memory: MemoryReport, top: int = 4) -> list[str]:
+    """Each role group's peak per phase (GiB per GPU), its margin and headroom, and the largest
+    parts it is made of."""
+    lines = ["  per phase (GiB per GPU: estimate, margin, headroom; largest parts):"]
+    limit = memory.gpu_limit
+    for g in memory.groups:
+        label = "+".join(g.roles)
+        lines.append(f"  {label}:" if g.name == label else f"  {label} ({g.name}):")
+        rows = []
+        for phase, total in g.phases.items():
+            low, high = g.ranges.get(phase, (total, total))
+            made = sorted(g.made_of.get(phase, {}).items(), key=lambda kv: -kv[1])[:top]
+            mark = " <- peak" if phase == max(g.phases, key=lambda name: g.phases[name]) else ""
+            rows.append(
+                [
+                    f"  {phase}",
+                    f"{total:.1f}",
+                    f"{low:.1f}-{high:.1f}",
+                    f"{limit - total:+.1f}",
+                    ", ".join(f"{k} {v:.1f}" for k, v in made) + mark,
+                ]
+            )
+        lines += _table(rows, indent="    ")
+    return lines
+
+
 def plan_text(launch: Launch) -> str:
     plan, cfg = launch.plan, launch.cfg
-    lines = [f"plan {cfg.name}: openrlhf {launch.flags.version} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
+    lines = [f"plan {cfg.name}: {launch.flags.label} ({'dotted' if launch.flags.dotted else 'flat'} flags)", ""]
     rows = [["role", "nodes x GPUs", "GPUs", "placement group"]]
     for role in plan.roles:
         if role.enabled:
@@ -388,6 +417,17 @@ def diagnose_text(data: dict[str, Any]) -> str:
         head = f"{data['log']}:"
     else:
         head = f"{data['run_id']} attempt {data['attempt']} ({data['job_id']}, {data['job_status']}):"
+    if data.get("running") and "class" not in data:
+        shown = data.get("progress")
+        return "\n".join(
+            [
+                head,
+                f"  {str(data.get('job_status', 'running')).lower()}: no failure to classify"
+                + (f" ({shown})" if shown and shown != "-" else "")
+                + "; no stall recorded",
+                f"  follow it with `rlhf-launch logs {data.get('run_id')} --follow` or `rlhf-launch watch {data.get('run_id')}`",
+            ]
+        )
     if data.get("job_status") == "SUCCEEDED" and "class" not in data:
         lines = [head, "  nothing to diagnose: it succeeded"]
         for past in data.get("history", []):
@@ -491,10 +531,25 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
     told_timing: set[tuple[str, str]] = set()  # each measured-vs-estimated line once
     pending = ""
     told: set[str] = set()  # each diagnosis once (the supervisor repeats its state every minute)
+    hidden: list[str] = []  # the raylet's routine lines since the last line shown
+
+    def summary() -> Iterator[str]:
+        if hidden:
+            yield raylet_summary(hidden)
+            hidden.clear()
+
     for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split("\n")
         for line in complete:
+            if RAYLET_LINE.match(plain(line)):
+                if not RAYLET_DECISIVE.search(line):
+                    hidden.append(plain(line).strip())
+                    continue
+                yield from summary()
+                yield plain(line) + "\n"
+                continue
+            yield from summary()
             if line.startswith(STATE + " "):
                 try:
                     state = json.loads(line[len(STATE) + 1 :])
@@ -519,8 +574,26 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     yield diagnosis_text(found) + "\n"
             else:
                 yield line + "\n"
+    yield from summary()
     if pending:
         yield pending
+
+
+# Ray forwards its raylet's own log lines into a driver's output, `(raylet) ...` or
+# `(raylet, ip=10.0.0.3) ...` (coloured on a terminal): worker start-ups, dedup notices,
+# spilling; dozens a minute on a busy node. Only those about a death or memory matter here.
+RAYLET_LINE = re.compile(r"^\s*\(raylet(?:, ip=[\d.]+)?\)")
+RAYLET_DECISIVE = re.compile(
+    r"(?i)\b(?:died|dead|killed|kill(?:ing)?|SIG(?:KILL|TERM|SEGV)|out of memory|OOM|memory monitor|fatal|crash(?:ed)?|exited|lost|"
+    r"health check|disk (?:is )?full|no space)\b"
+)
+
+
+def raylet_summary(hidden: list[str]) -> str:
+    """One line for a run of the raylet's routine lines: how many, and the first."""
+    first = hidden[0] if len(hidden[0]) <= 120 else hidden[0][:117] + "..."
+    more = f" and {len(hidden) - 1} more raylet line{'s' if len(hidden) > 2 else ''}" if len(hidden) > 1 else ""
+    return f"[rlhf-launch] {first}{more} (routine; `rlhf-launch logs RUN` has the driver's log)\n"
 
 
 def presets_text(rows: list[dict[str, Any]]) -> str:

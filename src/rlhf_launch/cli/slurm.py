@@ -25,6 +25,12 @@ def command(
     requeue: bool = typer.Option(False, "--requeue", help="let Slurm requeue the job (preemption): it resumes the run"),
     container_image: str | None = typer.Option(None, "--container-image", help="run every node in this image (pyxis/enroot)"),
     container_mounts: str | None = typer.Option(None, "--container-mounts", help="pyxis mounts, SRC:DST[,SRC:DST...]"),
+    mem: str | None = typer.Option(
+        None,
+        "--mem",
+        help="memory per node: 'plan' (the plan's figure, said in the script's header) or a Slurm size, e.g. 1500G "
+        "(default: --mem=0, the whole node)",
+    ),
     gpu_request: bool = typer.Option(True, "--gpu-request/--no-gpu-request", help="ask Slurm for the GPUs (#SBATCH --gpus-per-node)"),
     shared_dir: str | None = typer.Option(
         None, "--shared-dir", help="shared storage for the token, records and run id (default: <ckpt_path>/.rlhf-launch-slurm)"
@@ -82,6 +88,7 @@ def command(
         skip_check=skip_check,
         auto_resume=auto_resume,
         loopback_ports=loopback_ports,
+        mem=mem,
     )
     text = render(launch, opts)
     out = out or output_file

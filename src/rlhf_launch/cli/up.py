@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from rlhf_launch.cli import options, output
@@ -23,6 +25,9 @@ def command(
     token_file: str | None = typer.Option(None, "--token-file", help="token file to use or create (default ~/.ray/auth_token)"),
     block: bool = options.BLOCK,
     as_json: bool = options.JSON,
+    quiet: bool = typer.Option(
+        False, "--quiet", help="one line once up: no join or token instructions, no Ray start-up notes (for scripts that start every node)"
+    ),
     ray_args: list[str] | None = options.RAY_ARGS,
 ) -> None:
     """Start the Ray head on this node: token auth on, dashboard on 127.0.0.1."""
@@ -45,6 +50,15 @@ def command(
         port=port,
         dashboard_host=dashboard_host,
         dashboard_port=dashboard_port,
+        quiet=quiet,
     )
-    notify = output.echo_json if as_json else (lambda info: output.echo(report.up_text(info)))
+
+    def notify(info: dict[str, Any]) -> None:
+        if as_json:
+            output.echo_json(info)
+        elif quiet:  # the first line alone: where the head runs
+            output.echo(report.up_text(info).splitlines()[0])
+        else:
+            output.echo(report.up_text(info))
+
     output.exit_with(bringup.start_head(opts, notify))

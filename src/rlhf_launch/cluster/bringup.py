@@ -9,6 +9,7 @@ node is up (before a `--block` node waits in the foreground).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -55,13 +56,13 @@ def start_head(opts: node.HeadOptions, notify: Notify) -> int:
     url = local_url or _dashboard_url(opts, opts.node_ip_address or "127.0.0.1")
     ready = _answers(url, token)
     if opts.block:
-        started = node.start_blocking(args, env, ready)
+        started = node.start_blocking(args, env, ready, quiet=opts.quiet)
         if started.returncode:
-            raise node.failure("ray start --head", started)
+            raise _head_failure(opts, started)
     else:
         started = node.start(args, env)
         if started.returncode:
-            raise node.failure("ray start --head", started)
+            raise _head_failure(opts, started)
         if not poll_until(ready, READY_TIMEOUT):
             raise UserError(f"Ray started but its dashboard at {url} did not answer in {READY_TIMEOUT:g}s")
     snapshot = _wait_head_gpus(Dashboard(url, token), opts.num_gpus)
@@ -92,6 +93,42 @@ def start_head(opts: node.HeadOptions, notify: Notify) -> int:
     if opts.block and started.process is not None:
         return node.wait_blocking(started.process)
     return 0
+
+
+_ALREADY = re.compile(r"Ray is trying to start at (\S+), but is already running at (\S+?)\.? ")
+
+
+def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
+    """Why the head did not start; a Ray already running at the address asked for is named,
+    with what stops it alone (`down`, like `ray stop`, would stop every Ray of this machine)."""
+    found = _ALREADY.search(started.output)
+    if found is None:
+        return node.failure("ray start --head", started)
+    gcs = found.group(2)
+    pids = node.ray_processes(gcs)
+    dashboards = sorted({what.split(" ", 1)[1] for what in pids.values() if what.startswith("dashboard ")})
+    others = [n for n in node.local_nodes() or [] if n.gcs != gcs]
+    uses = f"rlhf-launch status --address {dashboards[0]}" if dashboards else "rlhf-launch status with its dashboard's address"
+    stop_it = (
+        "stop only it: kill -TERM "
+        + " ".join(str(p) for p in sorted(pids))
+        + f" ({', '.join(sorted({w.split(' ', 1)[0] for w in pids.values()}))}), or Ctrl-C the `up --block` that started it"
+        if pids
+        else "stop only it: Ctrl-C (or SIGTERM) the `rlhf-launch up --head --block` that started it"
+    )
+    lines = [
+        f"use that cluster ({uses}, dashboard {', '.join(dashboards) or 'unknown'})",
+        f"or start this head on other ports: rlhf-launch up --head --port {opts.port + 1} --dashboard-port {opts.dashboard_port + 1}",
+        f"or {stop_it}",
+    ]
+    if others:
+        lines.append(
+            f"rlhf-launch down would stop every Ray on this machine, also {', '.join(f'{n.ip} of cluster {n.gcs}' for n in others)}"
+        )
+    else:
+        lines.append("rlhf-launch down stops every Ray on this machine, not only this one")
+    what = f"ray start --head failed: Ray already runs at {gcs} on this machine (the address asked for)"
+    return UserError(what, hint="\n        ".join(lines))
 
 
 def _wait_head_gpus(dashboard: Dashboard, gpus: int | None) -> Snapshot:
@@ -126,7 +163,7 @@ def join_head(opts: node.WorkerOptions, notify: Notify) -> int:
         "nccl_env": opts.nccl_env,
         "blocking": opts.block,
     }
-    started = node.start_blocking(args, env) if opts.block else node.start(args, env)
+    started = node.start_blocking(args, env, quiet=opts.quiet) if opts.block else node.start(args, env)
     if started.returncode:
         raise node.failure("ray start --address", started)
     notify(info)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -96,6 +97,7 @@ class NodeOptions:
     token_file: str | None = None
     ib_hca: str | None = None
     socket_ifname: str | None = None
+    quiet: bool = False  # Ray's own start-up notes not passed on (its warnings and errors are)
 
     @property
     def nccl_env(self) -> dict[str, str]:
@@ -226,11 +228,19 @@ def start(args: list[str], env: dict[str, str], timeout: float = START_TIMEOUT) 
 STARTED_LINE = "Ray runtime started"
 
 
+_RAY_NOTE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+\s+(INFO|SUCC) ")
+
+
 def start_blocking(
-    args: list[str], env: dict[str, str], ready: Callable[[], bool] = lambda: True, timeout: float = START_TIMEOUT
+    args: list[str],
+    env: dict[str, str],
+    ready: Callable[[], bool] = lambda: True,
+    timeout: float = START_TIMEOUT,
+    quiet: bool = False,
 ) -> Started:
-    """Run `ray start ... --block` in the foreground, its output passed on to stderr; return once
-    Ray says it started and `ready()` holds (the process keeps running)."""
+    """Run `ray start ... --block` in the foreground, its output passed on to stderr (`quiet`:
+    its INFO notes kept back, warnings and errors passed on); return once Ray says it started
+    and `ready()` holds (the process keeps running)."""
     process = subprocess.Popen(
         [*ray_command(), *args],
         env={**os.environ, **env},
@@ -247,8 +257,9 @@ def start_blocking(
         for line in process.stdout:
             seen.append(line)
             del seen[:-200]
-            sys.stderr.write(line)
-            sys.stderr.flush()
+            if not (quiet and _RAY_NOTE.match(line)):
+                sys.stderr.write(line)
+                sys.stderr.flush()
             if STARTED_LINE in line:
                 started.set()
 
@@ -270,7 +281,9 @@ def start_blocking(
 
 
 def wait_blocking(process: subprocess.Popen[str], grace: float = 30.0) -> int:
-    """Wait for a `--block` Ray; on SIGINT/SIGTERM stop it (SIGKILL after `grace`) and return.
+    """Wait for a `--block` Ray; on SIGINT/SIGTERM stop it (SIGKILL after `grace`) and return:
+    0 when it ended within `grace` of the stop asked (a node stopped on request ended as it
+    should), else its exit status (Ray ended on its own, or had to be killed).
 
     The handler only passes the signal on: it runs inside `process.wait()`, whose lock a wait
     in the handler could never take (it would hang for ever)."""
@@ -285,11 +298,12 @@ def wait_blocking(process: subprocess.Popen[str], grace: float = 30.0) -> int:
     try:
         while True:
             try:
-                return process.wait(timeout=1.0)
+                code = process.wait(timeout=1.0)
+                return 0 if asked else code
             except subprocess.TimeoutExpired:
                 if asked and time.monotonic() - asked[0] > grace:
                     process.kill()
-                    return process.wait()
+                    return process.wait() or 1
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -312,6 +326,36 @@ class LocalNode:
 
     ip: str
     gcs: str
+
+
+def ray_processes(gcs: str, proc: Path = Path("/proc")) -> dict[int, str]:
+    """pid -> program of this machine's raylet, GCS server and dashboard (`dashboard URL`) of
+    the cluster at `gcs` (ip:port): SIGTERM to them ends that Ray node alone, where `ray stop`
+    ends every one."""
+    ip, _, port = gcs.rpartition(":")
+    found: dict[int, str] = {}
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = [a for a in (entry / "cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+        except OSError:
+            continue
+        if not argv:
+            continue
+        program = argv[0].rsplit("/", 1)[-1]
+        node = raylet_node(argv)
+        if node is not None and node.gcs == gcs:
+            found[int(entry.name)] = "raylet"
+        elif program == "gcs_server" and f"--gcs_server_port={port}" in argv and f"--node-ip-address={ip}" in argv:
+            found[int(entry.name)] = "gcs_server"
+        elif any(a.endswith("/dashboard/dashboard.py") for a in argv) and f"--gcs-address={gcs}" in argv:
+            dash = next((a.split("=", 1)[1] for a in argv if a.startswith("--port=")), "?")
+            host = next((a.split("=", 1)[1] for a in argv if a.startswith("--host=")), "127.0.0.1")
+            found[int(entry.name)] = f"dashboard http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{dash}"
+    return found
 
 
 def raylet_node(argv: list[str]) -> LocalNode | None:

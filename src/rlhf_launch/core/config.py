@@ -84,6 +84,9 @@ class _Section(BaseModel):
 
 class OpenRLHFSection(_Section):
     version: str | None = Field(None, description="release, e.g. 0.11.2; 'auto' reads the installed one")
+    # A fork: the checkout (or installed package directory) whose openrlhf/cli/train_ppo_ray.py the
+    # trainer runs; its flags are read from that file (openrlhf/fork.py) and `version` is ignored.
+    source: str | None = Field(None, description="an OpenRLHF fork's checkout: its own trainer flags")
 
 
 class ClusterSection(_Section):
@@ -635,7 +638,7 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], dict[KeyPath, int]]:
 
 
 # Keys naming local files that a relative path in a YAML file locates next to that file.
-FILE_KEYS = (("models", "reward_func"), ("models", "agent_func"))
+FILE_KEYS = (("models", "reward_func"), ("models", "agent_func"), ("openrlhf", "source"))
 
 
 def _beside(data: dict[str, Any], path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from rlhf_launch.core.config import LaunchConfig
@@ -181,6 +182,23 @@ def _flag_value(path: str, flag: str, spelling: tuple[str, ...] = ()) -> Getter:
     return FLAG_VALUES.get(flag.rsplit(".", 1)[-1]) or value_of(path)
 
 
+@cache
+def _default(path: str) -> Any:
+    """The config's default for key `path` (what a config that does not set it holds)."""
+    node: Any = LaunchConfig.model_validate({"name": "default"})
+    for part in path.split("."):
+        node = getattr(node, part, None)
+    return node
+
+
+def _unset(cfg: LaunchConfig, path: str) -> bool:
+    """Whether the config leaves key `path` at its default (a value the plan derives is not the user's)."""
+    try:
+        return bool(_config_value(cfg, path) == _default(path))
+    except AttributeError:
+        return False
+
+
 def _set(value: Any) -> bool:
     return value not in (None, False, [], "")
 
@@ -195,6 +213,8 @@ def tokens(flags: FlagSet, name: str, value: Any) -> list[str]:
         if not isinstance(value, bool):
             raise TypeError(f"--{name} is a switch; got {value!r}")
         return [f"--{name}"] if value == wanted else []
+    if isinstance(value, bool) and flag.type == {"expr": "bool"}:
+        return [f"--{name}", "True" if value else ""]  # a fork's `type=bool`: any non-empty text reads as True
     if isinstance(value, bool):
         raise TypeError(f"--{name} takes a value, not a switch")
     values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -209,12 +229,12 @@ def misfit(flags: FlagSet, name: str, value: Any) -> str:
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     nargs = flag.nargs
     if nargs is None and len(values) != 1:
-        return f"--{name} takes one value in openrlhf {flags.version}; got {len(values)}"
+        return f"--{name} takes one value in {flags.label}; got {len(values)}"
     if isinstance(nargs, int) and len(values) != nargs:
-        return f"--{name} takes {nargs} values in openrlhf {flags.version}; got {len(values)}"
+        return f"--{name} takes {nargs} values in {flags.label}; got {len(values)}"
     if flag.choices and any(v not in flag.choices for v in values):
         shown = repr(values[0]) if len(values) == 1 else repr(values)
-        return f"openrlhf {flags.version} has no {shown} for --{name} (choices: {', '.join(map(str, flag.choices))})"
+        return f"{flags.label} has no {shown} for --{name} (choices: {', '.join(map(str, flag.choices))})"
     return ""
 
 
@@ -242,8 +262,11 @@ def render(
     for path in dialect.SPELLINGS:
         spelling = dialect.spelling_for(path, flags)
         if spelling is None:
-            if _set(value_of(path)(ctx)):
-                findings.append(error(path, f"openrlhf {flags.version} has no flag for {path}", "remove it or pick a release that has it"))
+            value = value_of(path)(ctx)
+            if flags.fork is not None and (value == _default(path) or _unset(ctx.cfg, path)):
+                continue  # a fork without the key's flag: left unset in the config, the fork's own default applies
+            if _set(value):
+                findings.append(error(path, f"{flags.label} has no flag for {path}", "remove it or pick a release that has it"))
             continue
         for name in spelling:
             try:
@@ -251,7 +274,7 @@ def render(
                 argv += tokens(flags, name, value)
             except Unexpressible as exc:
                 findings.append(
-                    error(exc.key or path, f"openrlhf {flags.version} cannot express {exc}", "pick a release that has it, or another value")
+                    error(exc.key or path, f"{flags.label} cannot express {exc}", "pick a release that has it, or another value")
                 )
                 break
             except TypeError as exc:
@@ -267,9 +290,7 @@ def render(
     if load_checkpoint or cfg.checkpoint.load:
         load_flag = dialect.pick(flags, dialect.LOAD_FLAG)
         if load_flag is None:
-            findings.append(
-                error("checkpoint.load" if cfg.checkpoint.load else "resume", f"openrlhf {flags.version} has no checkpoint load flag")
-            )
+            findings.append(error("checkpoint.load" if cfg.checkpoint.load else "resume", f"{flags.label} has no checkpoint load flag"))
         else:
             argv.append(f"--{load_flag}")
     argv_extra, extra_findings = _render_extra(cfg, flags)
@@ -295,7 +316,7 @@ def _foreign(argv: list[str], flags: FlagSet, said: list[Finding]) -> list[Findi
         out.append(
             error(
                 "openrlhf.version",
-                f"openrlhf {flags.version} has no flag --{name}: it is {where}, and its parser refuses any other",
+                f"{flags.label} has no flag --{name}: it is {where}, and its parser refuses any other",
                 f"pick a release that has it ({', '.join(having[-3:])}) or drop the setting" if having else "drop the setting",
             )
         )
@@ -334,8 +355,8 @@ def _render_extra(cfg: LaunchConfig, flags: FlagSet) -> tuple[list[str], list[Fi
             if nameless is not None:
                 findings.append(error(key, *nameless))
                 continue
-            hint = f"openrlhf {flags.version} calls it {guess}" if guess else "see the release's train_ppo_ray flags"
-            findings.append(error(key, f"openrlhf {flags.version} has no flag --{name}", hint))
+            hint = f"{flags.label} calls it {guess}" if guess else "see the release's train_ppo_ray flags"
+            findings.append(error(key, f"{flags.label} has no flag --{name}", hint))
             continue
         if name not in flags:
             is_error, message, hint = spelled.explain(name, value, flags.version)

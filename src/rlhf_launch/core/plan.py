@@ -29,6 +29,7 @@ class TrainerExtras:
     agent: bool = False
     ring_attn_size: int = 1
     ds_tensor_parallel_size: int = 1
+    builtin_reward: bool = False  # an OpenRLHF fork without reward-model flags scores rollouts itself
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ def _placement(cfg: LaunchConfig, role: str, fallback: tuple[int, int] | None) -
     )
 
 
+def _scorer(extras: TrainerExtras) -> str:
+    if extras.agent:
+        return "agent function"
+    return "the fork itself (it has no reward model flag)" if extras.builtin_reward else "remote reward"
+
+
 def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
     extras = extras or TrainerExtras()
     colocate_all = cfg.colocated("all")
@@ -123,7 +130,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
 
     ref_on = cfg.train.init_kl_coef > 0
     critic_on = cfg.train.advantage_estimator == "gae"
-    reward_on = not cfg.models.remote_reward and not extras.agent
+    reward_on = not cfg.models.remote_reward and not extras.agent and not extras.builtin_reward
     engines, tp = cfg.placement.vllm.engines or 0, cfg.placement.vllm.tensor_parallel_size
     sync_all = colocate_all and not extras.async_train
 
@@ -176,7 +183,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
     reasons = {
         "ref": "" if ref_on else "off: train.init_kl_coef is 0",
         "critic": "" if critic_on else f"off: advantage estimator {cfg.train.advantage_estimator} needs no critic",
-        "reward": "" if reward_on else f"off: {'agent function' if extras.agent else 'remote reward'} scores rollouts",
+        "reward": "" if reward_on else f"off: {_scorer(extras)} scores rollouts",
     }
     roles = tuple(
         RolePlan(role, n, g, enabled=role in members, group=members.get(role, ""), reason=reasons.get(role, ""))

@@ -33,7 +33,7 @@ def required(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
         out.append(
             error("data.prompt_dataset", "no prompt dataset", "set data.prompt_dataset to a HF dataset or path", reason="trainer_init")
         )
-    if not cfg.models.reward and not cfg.models.remote_reward and not plan.extras.agent:
+    if not cfg.models.reward and not cfg.models.remote_reward and not plan.extras.agent and not plan.extras.builtin_reward:
         # With gae OpenRLHF's start-up itself fails (the critic comes from the reward model).
         gae = cfg.train.advantage_estimator == "gae" and not cfg.models.critic
         out.append(

@@ -164,10 +164,7 @@ def read(cfg: LaunchConfig, flags: FlagSet, argv: list[str]) -> tuple[Settings, 
     values, problems = parse(flags, argv)
     by_flag = _flag_keys(cfg, flags)
     keys = _keys(cfg, flags, by_flag)
-    findings = [
-        error(by_flag.get(flag, f"extra_args.{flag}"), f"openrlhf {flags.version} refuses --{flag}: {message}")
-        for flag, message in problems
-    ]
+    findings = [error(by_flag.get(flag, f"extra_args.{flag}"), f"{flags.label} refuses --{flag}: {message}") for flag, message in problems]
 
     def get(name: str, default: Any = None) -> Any:
         flag = dialect.pick(flags, dialect.TRAINER[name])

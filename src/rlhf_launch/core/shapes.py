@@ -12,8 +12,10 @@ from pathlib import Path
 from rlhf_launch.core.config import ModelsSection
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Shape:
+    """A decoder's shape, built by keyword: `Shape(name=..., layers=..., hidden=...)`."""
+
     name: str
     layers: int
     hidden: int
@@ -50,22 +52,88 @@ class Shape:
 
 # Published configs (config.json of each model on the Hugging Face hub).
 KNOWN = {
-    "llama-2-7b": Shape("Llama-2-7B", 32, 4096, 11008, 32, 32, 32000),
-    "llama-2-13b": Shape("Llama-2-13B", 40, 5120, 13824, 40, 40, 32000),
-    "llama-2-70b": Shape("Llama-2-70B", 80, 8192, 28672, 64, 8, 32000),
-    "llama-3-8b": Shape("Llama-3-8B", 32, 4096, 14336, 32, 8, 128256),
-    "llama-3-70b": Shape("Llama-3-70B", 80, 8192, 28672, 64, 8, 128256),
-    "qwen2.5-7b": Shape("Qwen2.5-7B", 28, 3584, 18944, 28, 4, 152064),
-    "qwen2.5-72b": Shape("Qwen2.5-72B", 80, 8192, 29568, 64, 8, 152064),
-    "qwen3-4b": Shape("Qwen3-4B", 36, 2560, 9728, 32, 8, 151936, tied_embeddings=True, head_dim_override=128),
-    "qwen3-8b": Shape("Qwen3-8B", 36, 4096, 12288, 32, 8, 151936, head_dim_override=128),
+    "llama-2-7b": Shape(name="Llama-2-7B", layers=32, hidden=4096, intermediate=11008, heads=32, kv_heads=32, vocab=32000),
+    "llama-2-13b": Shape(name="Llama-2-13B", layers=40, hidden=5120, intermediate=13824, heads=40, kv_heads=40, vocab=32000),
+    "llama-2-70b": Shape(name="Llama-2-70B", layers=80, hidden=8192, intermediate=28672, heads=64, kv_heads=8, vocab=32000),
+    "llama-3-8b": Shape(name="Llama-3-8B", layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=128256),
+    "llama-3-70b": Shape(name="Llama-3-70B", layers=80, hidden=8192, intermediate=28672, heads=64, kv_heads=8, vocab=128256),
+    "qwen2.5-7b": Shape(name="Qwen2.5-7B", layers=28, hidden=3584, intermediate=18944, heads=28, kv_heads=4, vocab=152064),
+    "qwen2.5-72b": Shape(name="Qwen2.5-72B", layers=80, hidden=8192, intermediate=29568, heads=64, kv_heads=8, vocab=152064),
+    "qwen3-4b": Shape(
+        name="Qwen3-4B",
+        layers=36,
+        hidden=2560,
+        intermediate=9728,
+        heads=32,
+        kv_heads=8,
+        vocab=151936,
+        tied_embeddings=True,
+        head_dim_override=128,
+    ),
+    "qwen3-8b": Shape(
+        name="Qwen3-8B", layers=36, hidden=4096, intermediate=12288, heads=32, kv_heads=8, vocab=151936, head_dim_override=128
+    ),
+    "qwen2.5-0.5b": Shape(
+        name="Qwen2.5-0.5B", layers=24, hidden=896, intermediate=4864, heads=14, kv_heads=2, vocab=151936, tied_embeddings=True
+    ),
+    "qwen2.5-1.5b": Shape(
+        name="Qwen2.5-1.5B", layers=28, hidden=1536, intermediate=8960, heads=12, kv_heads=2, vocab=151936, tied_embeddings=True
+    ),
+    "qwen2.5-3b": Shape(
+        name="Qwen2.5-3B", layers=36, hidden=2048, intermediate=11008, heads=16, kv_heads=2, vocab=151936, tied_embeddings=True
+    ),
+    "qwen2.5-14b": Shape(name="Qwen2.5-14B", layers=48, hidden=5120, intermediate=13824, heads=40, kv_heads=8, vocab=152064),
+    "qwen2.5-32b": Shape(name="Qwen2.5-32B", layers=64, hidden=5120, intermediate=27648, heads=40, kv_heads=8, vocab=152064),
+    "qwen3-0.6b": Shape(
+        name="Qwen3-0.6B",
+        layers=28,
+        hidden=1024,
+        intermediate=3072,
+        heads=16,
+        kv_heads=8,
+        vocab=151936,
+        tied_embeddings=True,
+        head_dim_override=128,
+    ),
+    "qwen3-1.7b": Shape(
+        name="Qwen3-1.7B",
+        layers=28,
+        hidden=2048,
+        intermediate=6144,
+        heads=16,
+        kv_heads=8,
+        vocab=151936,
+        tied_embeddings=True,
+        head_dim_override=128,
+    ),
+    "qwen3-14b": Shape(
+        name="Qwen3-14B", layers=40, hidden=5120, intermediate=17408, heads=40, kv_heads=8, vocab=151936, head_dim_override=128
+    ),
+    "qwen3-32b": Shape(
+        name="Qwen3-32B", layers=64, hidden=5120, intermediate=25600, heads=64, kv_heads=8, vocab=151936, head_dim_override=128
+    ),
+    "llama-3.2-1b": Shape(
+        name="Llama-3.2-1B", layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8, vocab=128256, tied_embeddings=True
+    ),
+    "llama-3.2-3b": Shape(
+        name="Llama-3.2-3B", layers=28, hidden=3072, intermediate=8192, heads=24, kv_heads=8, vocab=128256, tied_embeddings=True
+    ),
+    "codellama-34b": Shape(name="CodeLlama-34B", layers=48, hidden=8192, intermediate=22016, heads=64, kv_heads=8, vocab=32000),
+    "mistral-7b": Shape(name="Mistral-7B", layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=32000),
 }
 
 _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"llama-?2-(7|13|70)b"), lambda m: f"llama-2-{m.group(1)}b"),
-    (re.compile(r"llama-?3(?:\.\d)?-(8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
-    (re.compile(r"qwen2\.5-(7|72)b"), lambda m: f"qwen2.5-{m.group(1)}b"),
-    (re.compile(r"qwen3-(4|8)b"), lambda m: f"qwen3-{m.group(1)}b"),
+    (re.compile(r"codellama[-_](7|13)b"), lambda m: f"llama-2-{m.group(1)}b"),  # CodeLlama keeps Llama-2's shape (vocab +16)
+    (re.compile(r"codellama[-_]34b"), lambda m: "codellama-34b"),
+    (re.compile(r"llama[-_]?2[-_](7|13|70)b"), lambda m: f"llama-2-{m.group(1)}b"),
+    (re.compile(r"llama[-_]?3\.2[-_](1|3)b"), lambda m: f"llama-3.2-{m.group(1)}b"),
+    (re.compile(r"llama[-_]?3(?:\.\d)?[-_](8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
+    # DeepSeek's R1 distillations keep their base's shape (Qwen2.5-Math / Qwen2.5, Llama-3.1 / 3.3)
+    (re.compile(r"r1-distill-qwen-(1\.5|7|14|32)b"), lambda m: f"qwen2.5-{m.group(1)}b"),
+    (re.compile(r"r1-distill-llama-(8|70)b"), lambda m: f"llama-3-{m.group(1)}b"),
+    (re.compile(r"qwen2(?:\.5)?-(?:math-|coder-)?(0\.5|1\.5|3|7|14|32|72)b"), lambda m: f"qwen2.5-{m.group(1)}b"),
+    (re.compile(r"qwen3-(0\.6|1\.7|4|8|14|32)b"), lambda m: f"qwen3-{m.group(1)}b"),
+    (re.compile(r"mistral-7b"), lambda m: "mistral-7b"),
 ]
 
 
@@ -101,6 +169,25 @@ def lookup(model: str | None) -> tuple[Shape | None, str]:
         if match:
             return KNOWN[key(match)], f"built-in shape {KNOWN[key(match)].name}"
     return None, f"{model!r} is not a local directory with config.json nor a known shape"
+
+
+_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])")
+
+
+def stated_size(model: str | None) -> float | None:
+    """The parameter count a model's name states ("Foo-14B-Chat": 14e9), if any."""
+    match = _SIZE.search((model or "").lower().rsplit("/", 1)[-1])
+    return float(match.group(1)) * 1e9 if match else None
+
+
+def near_shapes(model: str | None) -> list[Shape]:
+    """The known shapes within 15% of the size the name states, smallest first (for a range,
+    never a guess: same-size models differ most in their vocabulary); [] when the name states
+    no size, or no known shape is that size."""
+    size = stated_size(model)
+    if size is None:
+        return []
+    return sorted((s for s in KNOWN.values() if abs(s.params - size) <= 0.15 * size), key=lambda shape: shape.params)
 
 
 def from_fields(models: ModelsSection) -> Shape | None:

@@ -103,7 +103,7 @@ def _params(cfg: LaunchConfig, role: str, shapes: dict[str, tuple[Shape | None, 
 
 
 def budget(cfg: LaunchConfig, plan: Plan) -> StorageBudget:
-    shapes = memory._shapes(cfg)
+    shapes = memory.shapes_of(cfg)
     roles = ["actor"] + (["critic"] if plan.role("critic").enabled else [])
     per_save: dict[str, float | None] = {}
     unknown: dict[str, list[str]] = {}  # why -> the roles it is why for

@@ -177,30 +177,41 @@ def sync_rpc_phase(ctx: Ctx) -> str | None:
 # ---------------------------------------------------------------- hints
 
 
+# What a gpu_oom hint offers is said in two parts: changes `rlhf-launch resume` keeps the
+# checkpoint for (runs/compat.py: the micro batches, checkpointing, offload, vLLM), then, after
+# NEW_RUN, those the checkpoint cannot take (the ZeRO stage, a trained role's GPU count).
+NEW_RUN = "a new run (the checkpoint pins them):"
+
+
 @hint
 def gpu_oom_hint(ctx: Ctx) -> str:
     if re.search(r"\bwake_up\b|reload_weights|cumem_allocator", ctx.near()):
         return (
-            "vLLM ran out of GPU memory waking from sleep mode (`placement.vllm.enable_sleep`): what else holds the GPU "
-            "(the trainer's states, a colocated model) leaves too little; lower `placement.vllm.gpu_memory_utilization`"
+            "vLLM ran out of GPU memory waking from sleep mode: what else holds the GPU (the trainer's states, a colocated "
+            "model) leaves too little; resume with a lower `placement.vllm.gpu_memory_utilization`"
         )
     if vllm_line(ctx) or ctx.phase == "generate":
         return (
-            "vLLM ran out of GPU memory: lower `placement.vllm.gpu_memory_utilization` (colocated with training) "
-            "or raise `placement.vllm.tensor_parallel_size`"
+            "vLLM ran out of GPU memory: resume with a lower `placement.vllm.gpu_memory_utilization` (colocated with training) "
+            "or a higher `placement.vllm.tensor_parallel_size`"
         )
     if ctx.phase == "make_experience":
-        return "lower `train.micro_rollout_batch_size` (ref/critic/reward forward passes) or set `deepspeed.ref_reward_offload=true`"
+        return (
+            "resume with a lower `train.micro_rollout_batch_size` (ref/critic/reward forward passes) or `deepspeed.ref_reward_offload=true`"
+        )
     if ctx.phase == "model_load":
         return (
-            "the models do not fit: `deepspeed.zero_stage=3`, `deepspeed.adam_offload=true`, more GPUs per role "
-            "(`placement.actor.gpus_per_node`), or a lower `placement.vllm.gpu_memory_utilization` when colocated"
+            "the models do not fit: resume with `deepspeed.adam_offload=true` or a lower `placement.vllm.gpu_memory_utilization` "
+            f"when colocated; or {NEW_RUN} `deepspeed.zero_stage=3`, more GPUs per role (`placement.actor.gpus_per_node`)"
         )
     if ctx.phase == "weight_sync":
-        return "the weight update needs room on both sides: lower `placement.vllm.gpu_memory_utilization` or use `deepspeed.zero_stage=3`"
+        return (
+            "the weight update needs room on both sides: resume with a lower `placement.vllm.gpu_memory_utilization`; "
+            f"or {NEW_RUN} `deepspeed.zero_stage=3`"
+        )
     return (
-        "lower `train.micro_train_batch_size`, set `deepspeed.gradient_checkpointing=true` or `deepspeed.adam_offload=true`, "
-        "or shard more with `deepspeed.zero_stage=3`"
+        "resume with a lower `train.micro_train_batch_size`, `deepspeed.gradient_checkpointing=true` or "
+        f"`deepspeed.adam_offload=true`; or {NEW_RUN} `deepspeed.zero_stage=3` to shard more"
     )
 
 
@@ -323,11 +334,18 @@ def node_of(ctx: Ctx) -> str:
     """The node a failure names: its IP (the message's own words first, then Ray's
     `(who, ip=...)` prefix), else a kernel log's host, else its Ray node id; from the
     decisive line, else the few lines before it; "" when the log does not say."""
-    for line in (ctx.text, *reversed(ctx.previous_lines(5))):
+    lines = (ctx.text, *reversed(ctx.previous_lines(5)))
+    for n, line in enumerate(lines):
         name = _node_in(line)
-        if name:
+        if name and not NODE_ID_ONLY.match(name):
             return name
+        if name:  # only Ray's node id: the IP of the same block (`ip: 10.0.0.42` of a RayActorError) names it too
+            ip = next((found for before in lines[n + 1 :] if (found := _node_in(before)) and not NODE_ID_ONLY.match(found)), "")
+            return f"{ip.split(' (')[0]} (node id {name})" if ip else name
     return ""
+
+
+NODE_ID_ONLY = re.compile(r"^[0-9a-f]{12}$")
 
 
 def gpu_of(ctx: Ctx) -> str:

@@ -36,7 +36,8 @@ class Ctx:
 
     def after(self) -> str:
         if self._after is None:
-            end = self.line.offset + len(self.line.text.encode("utf-8", "replace"))
+            size = self.line.size if self.line.size >= 0 else len(self.line.text.encode("utf-8", "replace"))
+            end = self.line.offset + size
             self._after = self.source.text(end, end + reader.CONTEXT_AFTER)
         return self._after
 

@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from rlhf_launch.util.text import plain
+
 __all__ = ["CHECKPOINT_STATES", "GLOBAL_STEP", "Line", "Pool", "Source", "find_step", "forward_chunks", "pool", "tail_start"]
 
 TAIL = 4 << 20  # searched for every rule
@@ -60,13 +62,14 @@ class Source:
         return out
 
     def text(self, lo: int, hi: int) -> str:
-        return self.read(lo, hi).decode("utf-8", "replace")
+        return plain(self.read(lo, hi).decode("utf-8", "replace"))
 
 
 @dataclass
 class Line:
     offset: int  # in the source
-    text: str
+    text: str  # without terminal escapes
+    size: int = -1  # bytes of the line in the source (escapes included); -1: len(text) in UTF-8
 
 
 @dataclass
@@ -121,7 +124,7 @@ def pool(data: bytes, base: int, anchors: Sequence[bytes], every_line: bool = Fa
                 found.append(start)
                 i = data.find(anchor, end)
     order = sorted(spans)
-    lines = [Line(base + s, data[s : spans[s]].decode("utf-8", "replace")) for s in order]
+    lines = [Line(base + s, plain(data[s : spans[s]].decode("utf-8", "replace")), spans[s] - s) for s in order]
     index = {s: n for n, s in enumerate(order)}
     return Pool(lines, None if every_line else {a: [index[s] for s in starts] for a, starts in hits.items()})
 

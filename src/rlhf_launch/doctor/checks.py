@@ -175,6 +175,30 @@ def wanted_of(name: str, need: Needs) -> str:
     return need.openrlhf if name == "openrlhf" else need.pins.get(name, "")
 
 
+def _fork(need: Needs, facts: dict[str, Any]) -> list[Result]:
+    """The fork the flags were read from, on this node: the same train_ppo_ray.py (by hash), as
+    a release must be the same release. A fork in the job's working_dir ships with the job."""
+    if need.fork_shipped:
+        return []
+    wanted = f"the fork at {need.fork_root} (train_ppo_ray.py sha256 {need.fork_sha256[:12] if need.fork_sha256 else ''})"
+    found = facts.get("openrlhf_trainer_sha256")
+    where = ((facts.get("packages") or {}).get("openrlhf") or {}).get("module_at") or "the trainer's path"
+    if found == need.fork_sha256:
+        return []
+    if found is None:
+        what = f"no openrlhf/cli/train_ppo_ray.py at {where}"
+    else:
+        what = f"openrlhf at {where} has another train_ppo_ray.py (sha256 {found[:12]})"
+    return [
+        Result(
+            Status.FAIL,
+            f"{what}: not the fork the flags were read from, so the trainer may refuse them",
+            wanted,
+            f"install the same checkout on every node (pip install -e {need.fork_root}), or ship it as runtime_env.working_dir",
+        )
+    ]
+
+
 def software(node: Node, ctx: Context) -> list[Result]:
     need, facts = ctx.needs, node.facts
     packages: dict[str, Any] = facts.get("packages", {})
@@ -182,6 +206,9 @@ def software(node: Node, ctx: Context) -> list[Result]:
     for name in need.packages:
         info = packages.get(name) or {}
         version = info.get("version")
+        if name == "openrlhf" and need.fork_sha256:
+            out += _fork(need, facts)
+            continue
         if version is None and not info.get("module"):
             out.append(
                 Result(

@@ -33,6 +33,12 @@ class Needs:
     label_key: str | None
     remote_files: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    # An OpenRLHF fork (openrlhf.source): the sha256 of the train_ppo_ray.py the flags were read
+    # from, which every node's openrlhf must have; None for a stock release. fork_shipped: the
+    # fork is the job's working_dir, which Ray ships to every node (nothing to compare).
+    fork_sha256: str | None = None
+    fork_root: str = ""
+    fork_shipped: bool = False
     gpu_type: str | None = None  # cluster.gpu as the GPU table names it (None: unset)
     gpu_assumed: str | None = None  # the type the step-time estimate assumes (cluster.gpu, else by memory size)
 
@@ -67,6 +73,9 @@ def needs(launch: Launch) -> Needs:
         label_key=cfg.data.label_key,
         remote_files=files,
         env={k: v for k, v in cfg.runtime_env.env_vars.items() if k not in SECRET_NAMES},
+        fork_sha256=launch.flags.fork.sha256 if launch.flags.fork else None,
+        fork_root=launch.flags.fork.root if launch.flags.fork else "",
+        fork_shipped=bool(launch.flags.fork and launch.flags.fork.via == "runtime_env.working_dir"),
         gpu_type=gpu_of(cfg)[0].name if cfg.cluster.gpu else None,
         gpu_assumed=gpu_of(cfg)[0].name,
     )
@@ -125,4 +134,5 @@ def build(launch: Launch, *, nonce: str, version: str, deep: bool = False, timeo
         "deep_packages": list(need.packages),
         "version": version,
         "timeout": timeout + DEEP_IMPORT_SECONDS if deep else timeout,  # the node's imports run in parallel, up to that long
+        "trainer_hash": bool(need.fork_sha256),  # hash the node's openrlhf/cli/train_ppo_ray.py
     }

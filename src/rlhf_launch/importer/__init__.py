@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from rlhf_launch.importer.argv import written_flags
 from rlhf_launch.importer.bash import ScriptError, TrainerCall, parse_script
 from rlhf_launch.importer.to_config import Imported, config_name, import_call
+from rlhf_launch.openrlhf.flagset import FlagSet
 
 __all__ = ["Imported", "ScriptError", "TrainerCall", "config_name", "import_call", "import_script", "parse_script", "written_flags"]
 
@@ -24,6 +25,7 @@ def import_script(
     script_version: str | None = None,
     target_version: str | None = None,
     pick: int | None = None,
+    fork: FlagSet | None = None,
 ) -> Imported:
     """The config imported from the script `text` (its trainer call: `.call`).
 
@@ -31,8 +33,10 @@ def import_script(
     release the script was written for (default: detected), `target_version` the release to
     write the config for (default: the script's), `pick` which of the trainer calls to import
     (1-based, in the order the script runs them; default: the only one, or the first run of a
-    function called more than once). Raises ScriptError when the script has no trainer call (or
-    two different ones and no `pick`), UserError when no release can read its flags.
+    function called more than once), `fork` an OpenRLHF fork's flags (openrlhf/fork.py), which
+    read the script and which the config is written for. Raises ScriptError when the script has
+    no trainer call (or two different ones and no `pick`), UserError when no release can read
+    its flags.
     """
     call = parse_script(text, environ=environ, pick=pick)
-    return import_call(call, name=name, script_version=script_version, target_version=target_version)
+    return import_call(call, name=name, script_version=script_version, target_version=target_version, fork=fork)

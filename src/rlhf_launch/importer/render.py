@@ -129,7 +129,7 @@ def minimal_data(data: dict[str, Any], target: FlagSet) -> dict[str, Any]:
     defaults = LaunchConfig.model_validate({"name": data["name"]}).model_dump()
     values = full.model_dump()
     for path in leaves(data):
-        if path in ("name", "openrlhf.version"):
+        if path in ("name", "openrlhf.version", "openrlhf.source"):
             continue
         section = path.split(".", 1)[0]
         trial = copy.deepcopy(result)

@@ -91,7 +91,7 @@ class Imported:
         where = f"{script}:{line}" if line else script
         head = [
             f"# Imported by `rlhf-launch import` from {where}",
-            f"# Flags read as openrlhf {self.source}"
+            f"# Flags read as {self.source if self.source.startswith('the OpenRLHF fork') else 'openrlhf ' + self.source}"
             + (f" ({self._why_source()}; accepted by {_span(self.accepted_by)})" if self.detected else "")
             + (f"; written for openrlhf {self.target}" if self.target != self.source else ""),
         ]
@@ -120,21 +120,26 @@ def import_call(
     name: str,
     script_version: str | None = None,
     target_version: str | None = None,
+    fork: FlagSet | None = None,
 ) -> Imported:
-    """The config for the trainer call `call`, written for `target_version` (default: the script's release)."""
+    """The config for the trainer call `call`, written for `target_version` (default: the script's
+    release); with `fork` (an OpenRLHF fork's flags, openrlhf/fork.py), read and written for it."""
     argv = call.argv
     accepted: tuple[str, ...]
-    if script_version is not None:
+    if fork is not None:
+        source, accepted = fork, ()
+    elif script_version is not None:
         source, accepted = load(script_version), ()
     else:
         source, accepted = detect(argv)
         if target_version and target_version in accepted:
             source = load(target_version)  # the release that will run the script reads it, with its own defaults
-    target = load(target_version) if target_version else source
+    target = fork or (load(target_version) if target_version else source)
     namespace, unknown, problem = parse(source, argv)
     if namespace is None:
-        raise UserError(f"openrlhf {source.version} cannot read the trainer's flags: {problem}", hint=unread_hint(problem))
-    draft = Draft(data={"name": name, "openrlhf": {"version": target.version}})
+        raise UserError(f"{source.label} cannot read the trainer's flags: {problem}", hint=unread_hint(problem))
+    section = {"source": fork.fork.root} if fork is not None and fork.fork is not None else {"version": target.version}
+    draft = Draft(data={"name": name, "openrlhf": section})
     draft.findings += [warning("script", w) for w in call.warnings]
     draft.findings += unknown_findings(unknown, source)
     written, notes = written_flags(argv, source)
@@ -167,9 +172,9 @@ def import_call(
     return Imported(
         data=minimal,
         config=LaunchConfig.model_validate(minimal),
-        source=source.version,
-        target=target.version,
-        detected=script_version is None,
+        source=source.version if source.fork is None else source.label,
+        target=target.version if target.fork is None else target.label,
+        detected=script_version is None and fork is None,
         accepted_by=accepted,
         findings=_redacted(draft.findings, draft.secrets),
         secrets=tuple(s for s in draft.secrets if len(s) >= 4),

@@ -27,6 +27,16 @@ _TRAINER_FILE = "openrlhf/cli/train_ppo_ray.py"
 _TYPES = {"int": int, "float": float, "str": str}
 
 
+# Converters forks give `type=` (kept by extract.py as {"expr": source}) that argparse runs as they are.
+_CONVERTERS: dict[str, Any] = {"bool": bool, "json.loads": json.loads}
+
+
+def _converter(kind: Any) -> Any:
+    """The callable a fork's `type=` names, where it is a known one; else read the value as text."""
+    expr = kind.get("expr") if isinstance(kind, dict) else None
+    return _CONVERTERS.get(expr, str) if isinstance(expr, str) else str
+
+
 class _Parser(argparse.ArgumentParser):
     """Raises instead of printing usage and exiting, so the launcher can report the error."""
 
@@ -45,19 +55,39 @@ class Flag:
     name: str
     dest: str
     action: str = "store"
-    type: str | None = None
+    type: str | dict[str, str] | None = None  # int, float, str; a fork's own converter: {"expr": source}
     default: Any = None
     choices: tuple[Any, ...] | None = None
     nargs: Any = None
 
 
 @dataclass(frozen=True)
+class Fork:
+    """A modified OpenRLHF whose trainer flags were read from its own source (openrlhf/fork.py)."""
+
+    root: str  # the directory named: a checkout, or an installed package's directory (absolute)
+    version: str | None  # the package's own version, from its version file (None: it has none)
+    sha256: str  # of its openrlhf/cli/train_ppo_ray.py: what doctor compares on every node
+    only: tuple[str, ...]  # its flags that its nearest stock release lacks: passed through unchecked
+    via: str = "openrlhf.source"  # the config key that named it (or runtime_env.working_dir)
+
+
+@dataclass(frozen=True)
 class FlagSet:
-    version: str
+    version: str  # the release; for a fork, its nearest stock release (what the launcher knows applies)
     flags: dict[str, Flag]
     pins: dict[str, str] = field(default_factory=dict)  # package -> version the release requires (==)
     group_estimators: tuple[str, ...] = ()
     origin: str = "shipped"
+    fork: Fork | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name it: `openrlhf 0.11.2`, or the fork and its nearest release."""
+        if self.fork is None:
+            return f"openrlhf {self.version}"
+        own = f" {self.fork.version}" if self.fork.version else ""
+        return f"the OpenRLHF fork{own} at {self.fork.root} (nearest release {self.version})"
 
     def __contains__(self, name: str) -> bool:
         return name in self.flags
@@ -80,13 +110,13 @@ class FlagSet:
         as_trainer: behave exactly like the trainer's own parser (print usage, exit 2) instead of
         raising UserError."""
         cls = argparse.ArgumentParser if as_trainer else _Parser
-        parser = cls(prog=f"{TRAINER_MODULE} (openrlhf {self.version})", add_help=as_trainer)
+        parser = cls(prog=f"{TRAINER_MODULE} ({self.label})", add_help=as_trainer)
         for flag in self.flags.values():
             kwargs: dict[str, Any] = {"dest": flag.dest, "action": flag.action}
             default = flag.default
             kwargs["default"] = None if isinstance(default, dict) else default
             if flag.action == "store":
-                kwargs["type"] = _TYPES.get(flag.type or "str", str)
+                kwargs["type"] = _TYPES.get(flag.type, str) if isinstance(flag.type, str) else _converter(flag.type)
                 if flag.nargs is not None:
                     kwargs["nargs"] = flag.nargs
                 if flag.choices is not None:
@@ -100,7 +130,7 @@ class FlagSet:
         namespace, unknown = parser.parse_known_args(argv)
         if unknown:
             raise UserError(
-                f"openrlhf {self.version} does not accept: {' '.join(unknown)}",
+                f"{self.label} does not accept: {' '.join(unknown)}",
                 hint="check extra_args and the target openrlhf.version",
             )
         return namespace

@@ -9,7 +9,7 @@ fresh; _actor/ without `latest` makes the trainer fail.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ class CheckpointState:
     exists: bool
     roles: dict[str, RoleState] = field(default_factory=dict)
     hf_steps: tuple[int, ...] = ()
+    seen_by: str = ""  # on a cluster: how the listing was read
 
     @property
     def actor(self) -> RoleState | None:
@@ -74,6 +75,7 @@ class CheckpointState:
             },
             "hf_steps": list(self.hf_steps),
             "problems": self.problems(),
+            **({"seen_by": self.seen_by} if self.seen_by else {}),
         }
 
 
@@ -172,9 +174,10 @@ def discover(jobs: Jobs | None, path: str) -> tuple[CheckpointState, list[Findin
     if jobs is None:
         state = read_local(path)
         return state, state_findings(state)
-    listed = probe.run(jobs, "ckpt.py", path, 120, "ckpt")
-    if not listed.result:
-        raise ClusterRefused(f"could not list {path} on the cluster (probe job {listed.job_id} ended {listed.status})")
-    per_node = listed.result
-    first = parse(next(iter(per_node.values()))["listing"])
+    from rlhf_launch.cluster import ckptwatch
+
+    per_node, seen_by = ckptwatch.read(jobs.dashboard, path), "the nodes' agents (watching it)"
+    if per_node is None:  # no fresh watch on some node: ask the agents by a probe job (and start their watch)
+        per_node, seen_by = ckptwatch.by_probe_job(jobs, path), "a probe job"
+    first = replace(parse(next(iter(per_node.values()))["listing"]), seen_by=seen_by)
     return first, compare_nodes(per_node) + state_findings(first)

@@ -26,18 +26,6 @@ from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
 
-# Keys OpenRLHF needs unchanged to load a checkpoint (DeepSpeed partitioning, data order).
-RESUME_SENSITIVE = (
-    "placement",
-    "models",
-    "deepspeed.zero_stage",
-    "train.train_batch_size",
-    "train.micro_train_batch_size",
-    "train.rollout_batch_size",
-    "train.micro_rollout_batch_size",
-    "train.n_samples_per_prompt",
-    "checkpoint.ckpt_path",
-)
 # A submission Ray has not answered may still arrive: its attempt is LOST only after this.
 SUBMIT_GRACE = 120.0
 
@@ -60,17 +48,6 @@ class Supervision:
     poll: float = 5.0
     retry_on: tuple[str, ...] = ()
     no_retry_on: tuple[str, ...] = ()
-
-
-def _get(data: dict[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
-def changed_sensitive_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return [key for key in RESUME_SENSITIVE if _get(before, key) != _get(after, key)]
 
 
 def config_dict(cfg: LaunchConfig) -> dict[str, Any]:
@@ -307,6 +284,25 @@ def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
                 record.status = RunStatus.WAITING
 
     return runs.update(run.run_id, change)
+
+
+def mark_interrupted(run_id: str, why: str, now: float | None = None) -> Run:
+    """The run's cluster ended under it (a Slurm allocation cancelled or out of time, its pods
+    deleted): nothing of it can still run, so the run is STOPPED as a user stop is, and every
+    attempt still recorded live ends STOPPED with `why`. A run that SUCCEEDED stays so."""
+    ended = time.time() if now is None else now
+
+    def change(record: Run) -> None:
+        for attempt in record.attempts:
+            if attempt.status.is_live():
+                attempt.status = AttemptStatus.STOPPED
+                attempt.ended = ended
+                attempt.message = f"interrupted: {why}"
+        if record.status is not RunStatus.SUCCEEDED:
+            record.stopped_by_user = True
+            record.status = RunStatus.STOPPED
+
+    return runs.update(run_id, change)
 
 
 def mark_stopped(run_id: str) -> Run:

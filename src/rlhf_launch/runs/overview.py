@@ -48,12 +48,26 @@ def row(run: Run, live: bool) -> dict[str, Any]:
         "step": progress.get("step"),
         "total_steps": progress.get("total_steps") or run.total_steps,
         "steps_per_hour": progress.get("steps_per_hour"),
-        "eta_seconds": None if run.final else progress.get("eta_seconds"),
+        # time left counts only while the trainer trains: a waiting run's last ETA is stale
+        "eta_seconds": progress.get("eta_seconds") if run.status is RunStatus.RUNNING else None,
         "reward": progress.get("reward"),
         "kl": progress.get("kl"),
         "diagnosis": run.diagnosis,
         "created": run.created,
+        **({"waiting": waiting_for(run)} if run.status is RunStatus.WAITING else {}),
     }
+
+
+def waiting_for(run: Run) -> str:
+    """What a WAITING run waits for, from its record (`_say_waiting` says more when the
+    cluster shows it short of GPUs): its failed attempt to be proven gone and resumed."""
+    attempt = run.current
+    if attempt is None:
+        return "waiting for its first attempt"
+    cls = (attempt.diagnosis or run.diagnosis or {}).get("class")
+    why = f"{attempt.status}" + (f" ({cls})" if cls else "")
+    budget = f" {run.auto_resumes_used}/{run.auto_resume}" if run.auto_resume else ""
+    return f"waiting to resume{budget}: attempt {attempt.number} {why}; the supervisor resubmits once it is gone and the GPUs are free"
 
 
 def overview(address: str | None = None, token_file: str | None = None) -> Overview:

@@ -37,6 +37,7 @@ import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from rlhf_launch.core.steps import StepCount, release_key, total_steps
@@ -56,9 +57,14 @@ __all__ = [
     "parse_metrics",
     "release_key",
     "scan",
+    "span",
     "stall",
+    "stall_diagnosis",
     "total_steps",
 ]
+
+
+STAMP_SPAN = 5.0  # seconds the logger times of the rate's steps must span (1 s resolution: within 20 %)
 
 
 class Milestone(StrEnum):
@@ -78,6 +84,11 @@ ORDER = (Milestone.RUNTIME_ENV_READY, Milestone.PLACEMENT_READY, Milestone.MODEL
 # tqdm bars, matched anywhere in a line (Ray prefixes often sit on the line before).
 EPISODE_BAR = re.compile(r"Episode \[(\d+)/(\d+)\]:\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)")
 TRAIN_BAR = re.compile(r"Train epoch \[(\d+)/(\d+)\]:\s*\d+%\|[^|]*\|\s*\d+/\d+\s*\[([^\]]*)\]")
+# OpenRLHF's logger prefix (utils/logging_utils.py, 0.8-0.11): `INFO 03-11 19:53:36 ppo_trainer.py:551] `:
+# the trainer's own clock, to the second, without a year.
+LOGGER_TIME = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) [\w.]+:\d+\]")
+# tqdm's meter rate: `[00:12<00:30,  3.20s/it` or `[00:12<00:30,  2.10it/s` (`?it/s` before a rate exists).
+BAR_RATE = re.compile(r"\[[\d:]+<[^,\]]*,\s*([\d.]+)(s/it|it/s)")
 # Model-group actors exist only once their placement group was granted (forks subclass them,
 # e.g. `ActorModelRayActorBOX`).
 MODEL_ACTOR = re.compile(r"^\s*\((\w*(?:ModelActor|ModelRayActor|LLMRayActor|RolloutRayActor)\w*) pid=\d+")
@@ -274,7 +285,10 @@ class Tracker:
     first_step: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     seen: dict[Milestone, float] = field(default_factory=dict)
-    step_times: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=256))
+    step_times: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=256))  # (step, when read): stalls
+    stamped: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=256))  # (step, trainer's clock): the rate
+    step_totals: deque[float] = field(default_factory=lambda: deque(maxlen=64))  # `timing/step_total` per step (0.9.6+)
+    _bar_seconds: float | None = None  # seconds per global step, from the episode bar's own meter
     _partial: str = ""
     _bar: tuple[int, int, int, int] | None = None  # episode, episodes, n, N of the last episode bar
     _new_era: bool | None = None
@@ -332,8 +346,12 @@ class Tracker:
                 match = GLOBAL_STEP.search(line)
                 if match:
                     self.metrics, self._step_metrics = parse_metrics(match.group(2)), True
+                    took = self.metrics.get("timing/step_total")
+                    if isinstance(took, (int, float)) and not isinstance(took, bool) and math.isfinite(took) and took > 0:
+                        self.step_totals.append(float(took))
                 if self.first_step is None:
                     found.append((Milestone.FIRST_STEP, detail))
+                self._stamp(int(detail), line)
                 self._record_step(int(detail), now)
                 found.append((milestone, detail))
             elif milestone not in self.seen:
@@ -352,12 +370,48 @@ class Tracker:
         if timed:
             self.timings.append(timed)
 
+    def _stamp(self, step: int, line: str) -> None:
+        """The step line's own time (the logger's `mm-dd HH:MM:SS`), kept increasing: a year
+        boundary adds a (leap) year; a clock that went back starts the series anew."""
+        match = LOGGER_TIME.search(line)
+        if not match:
+            return
+        month, day, hour, minute, second = (int(g) for g in match.groups())
+        try:
+            when = (datetime(2000, month, day, hour, minute, second) - datetime(2000, 1, 1)).total_seconds()
+        except ValueError:
+            return
+        if self.stamped:
+            last = self.stamped[-1][1]
+            while when < last - 180 * 86400:  # December -> January
+                when += 366 * 86400
+            if when < last:
+                self.stamped.clear()
+        self.stamped.append((step, when))
+
+    def _bar_rate(self, line: str) -> None:
+        """Seconds per global step from the episode bar's meter (its unit is a rollout batch
+        before 0.9.1, a prompt after)."""
+        match = BAR_RATE.search(line)
+        if not match:
+            return
+        value = float(match.group(1))
+        if value <= 0:
+            return
+        per_unit = value if match.group(2) == "s/it" else 1.0 / value
+        key = release_key(self.release)
+        new_era = key >= (0, 9, 1) if key is not None else self._new_era
+        if new_era is None or (new_era and not self.rollout_batch_size):
+            return
+        self._bar_seconds = per_unit * (self.rollout_batch_size or 1) if new_era else per_unit
+
     def _episode_bar(self, line: str, now: float, out: list[tuple[Milestone, str]]) -> None:
         bar = EPISODE_BAR.search(line)
         if not bar:
             return
         episode, episodes, n, total = (int(g) for g in bar.groups())
         self._bar = (episode, episodes, n, total)
+        self._bar_rate(line[bar.start() :])
         key = release_key(self.release)
         if key is not None and key < (0, 8, 1) and n > 0:
             # 0.8.0 prints no step line; its bar starts at `steps` = global_step + 1.
@@ -399,22 +453,26 @@ class Tracker:
         return -(-per_bar // self.rollout_batch_size) * episodes
 
     def steps_per_hour(self) -> float | None:
-        """Over the last `window` steps seen at distinct times (a chunk holding several step
-        lines counts once, at its time)."""
-        points: list[tuple[int, float]] = []
-        for step, when in self.step_times:
-            if points and when == points[-1][1]:
-                points[-1] = (step, when)
-            else:
-                points.append((step, when))
-        points = points[-(self.window + 1) :]
-        if len(points) < 2:
-            return None
-        steps = points[-1][0] - points[0][0]
-        elapsed = points[-1][1] - points[0][1]
-        if steps <= 0 or elapsed <= 0:
-            return None
-        return steps * 3600.0 / elapsed
+        """The trainer's own pace, never the pace its lines were read at (a backlog read at
+        once is not millions of steps an hour), first found of:
+
+        1. the step lines' logger times over the last `window` steps, once they span
+           STAMP_SPAN seconds (the clock has whole seconds);
+        2. the median `timing/step_total` of the last `window` steps (0.9.6+: generation,
+           experience, training and weight sync; no checkpoint saves);
+        3. the episode bar's meter (tqdm's own smoothed rate);
+        None when none of these is known: no rate rather than a wrong one."""
+        points = list(self.stamped)[-(self.window + 1) :]
+        if len(points) >= 2:
+            steps, elapsed = points[-1][0] - points[0][0], points[-1][1] - points[0][1]
+            if steps > 0 and elapsed >= STAMP_SPAN:
+                return steps * 3600.0 / elapsed
+        totals = list(self.step_totals)[-self.window :]
+        if totals:
+            return 3600.0 / statistics.median(totals)
+        if self._bar_seconds:
+            return 3600.0 / self._bar_seconds
+        return None
 
     def measured(self) -> dict[str, Any] | None:
         """The median of the last `window` steps' timers, per phase and for the step (its
@@ -506,10 +564,65 @@ class Stall:
             Milestone.FIRST_STEP: "no first step",
             Milestone.STEP: f"no step after step {self.step}",
         }[self.milestone]
-        return f"stalled: {what} for {self.waited / 60:.0f} min (deadline {self.deadline / 60:.0f} min)"
+        return f"{what} for {span(self.waited)} (deadline {span(self.deadline)})"
+
+    @property
+    def hint(self) -> str:
+        """What to look at or change for a stall at this milestone (a stall has no exception
+        of its own: the unknown class's "no known failure class matched" says nothing)."""
+        deadline = f"`supervise.deadlines.{self.milestone}` (now {span(self.deadline)})"
+        logs = "read `rlhf-launch logs RUN`"
+        return {
+            Milestone.RUNTIME_ENV_READY: (
+                "the job's runtime env is still being set up: shrink the upload (`runtime_env.excludes`) "
+                f"or check pip/conda on the nodes; if set-up is just slow, raise {deadline}"
+            ),
+            Milestone.PLACEMENT_READY: (
+                "the placement groups are pending: free the GPUs/CPUs other jobs hold or shrink `placement.*` "
+                "(`rlhf-launch doctor` shows what each node has)"
+            ),
+            Milestone.MODELS_LOADED: (
+                f"model loading / vLLM start-up is slow or hung: check the filesystem the weights are read from and {logs}; "
+                f"if loading is just slow, raise {deadline}"
+            ),
+            Milestone.FIRST_STEP: (
+                f"the first rollout or weight sync hangs (a dead vLLM engine, NCCL): {logs}; "
+                f"if the first step is just slow, raise {deadline}"
+            ),
+            Milestone.STEP: (
+                f"no step since step {self.step}: a hung collective, generation or save: {logs}; "
+                f"if steps are just slow (long generations, saves), raise {deadline}"
+            ),
+        }[self.milestone]
 
     def as_json(self) -> dict[str, Any]:
         return {"milestone": str(self.milestone), "since": self.since, "waited": self.waited, "deadline": self.deadline, "step": self.step}
+
+
+def span(seconds: float) -> str:
+    """`20 s`, `4 min`, `1 h 05 min`: seconds under a minute (a 20 s deadline is not `0 min`)."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    hours, rest = divmod(round(seconds / 60), 60)
+    return f"{hours} h {rest:02d} min"
+
+
+def stall_diagnosis(found: Mapping[str, Any], stalled: Stall) -> dict[str, Any]:
+    """A stalled attempt's diagnosis: class `stall`, the stall's own hint; what the log or
+    Ray showed besides (a known class: dead actors, an NCCL timeout) is kept and named."""
+    hint = stalled.hint
+    if found.get("class") not in (None, "unknown"):
+        hint = f"{hint}; the log also shows {found['class']}: {found.get('hint', '')}".rstrip(": ")
+    return {
+        **found,
+        "class": "stall",
+        "retriable": True,
+        "step": stalled.step,
+        "hint": hint,
+        "stall": {**stalled.as_json(), "message": stalled.message},
+    }
 
 
 STEP_SLACK = 4.0  # a step may take this many times the median observed step before it is a stall

@@ -13,7 +13,7 @@ from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.dashboard import normalize
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.errors import UserError
-from rlhf_launch.runs import checkpoints, claim, gone, lifecycle, supervisor
+from rlhf_launch.runs import checkpoints, claim, compat, gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus
@@ -82,11 +82,14 @@ def resume(
                 hint=f"rlhf-launch stop {record.run_id} ends what is left; then resume",
             )
     launch = lifecycle.launch_for(record, overrides, load_checkpoint=True)
-    changed = lifecycle.changed_sensitive_keys(record.config, lifecycle.config_dict(launch.cfg))
-    if changed and not force:
+    refused = compat.refused_changes(lifecycle.launch_for(record, [], load_checkpoint=True), launch, lambda x: lifecycle.config_dict(x.cfg))
+    if refused and not force:
         raise UserError(
-            f"these overrides change what the checkpoint was made with: {', '.join(changed)}",
-            hint="OpenRLHF needs the same layout and batch sizes to load it; pass --force if you mean it",
+            "the checkpoint cannot be resumed with " + "; ".join(c.text for c in refused),
+            hint=(
+                "a resume may change the micro batch sizes, gradient checkpointing, offload and vLLM settings, not these; "
+                "submit a new run for them, or pass --force if you mean it"
+            ),
         )
     if not launch.ok:
         errors = [f for f in launch.findings if f.level == "error"]

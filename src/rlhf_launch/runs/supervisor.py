@@ -259,22 +259,21 @@ class Supervisor:
         if run.auto_resume <= 0 and told in self._told:
             return True
         found = evidence.gather(self.jobs, self.dashboard, attempt.job_id)
-        diagnosis = {**found.diagnosis().as_json(), "stall": {**stalled.as_json(), "message": stalled.message}}
-        diagnosis.update({"class": "stall", "retriable": True, "step": stalled.step})
+        diagnosis = progress.stall_diagnosis(found.diagnosis().as_json(), stalled)
         if run.auto_resume <= 0:
             self._once(
                 f"stall:{attempt.job_id}:{stalled.milestone}",
-                f"attempt {attempt.number} {stalled.message} (no auto-resume: not stopping it)",
+                f"attempt {attempt.number} stalled: {stalled.message} (no auto-resume: not stopping it)",
             )
             run = runs.update(self.run_id, lambda r: setattr(r, "diagnosis", diagnosis))
             self.report(run, stall=diagnosis["stall"])
             return True
-        self.say(f"attempt {attempt.number} {stalled.message}: stopping it to resume")
+        self.say(f"attempt {attempt.number} stalled: {stalled.message}: stopping it to resume")
 
         def failed(record: Run) -> None:
             current = record.current
             if current is not None and current.job_id == attempt.job_id and current.status.is_live():
-                current.status, current.message, current.ended = AttemptStatus.FAILED, stalled.message, time.time()
+                current.status, current.message, current.ended = AttemptStatus.FAILED, f"stalled: {stalled.message}", time.time()
                 current.diagnosis = record.diagnosis = diagnosis
 
         run = runs.update(self.run_id, failed)

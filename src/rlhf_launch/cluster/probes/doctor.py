@@ -14,6 +14,7 @@ line `RLHF_LAUNCH_RESULT {"nodes": {node_id: {...}}}`. Standard library only, ex
 `agents` and `main`. `listing` (probes/ckpt.py) is prepended to this source by cluster/probe.py.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -85,6 +86,19 @@ def packages(path: list[str]) -> dict[str, Any]:
             found = None
         out[name] = {"version": version, "location": location, "module": bool(found), "module_at": getattr(found, "origin", None)}
     return out
+
+
+def trainer_sha256(found: dict[str, Any]) -> str | None:
+    """sha256 of the trainer file of the openrlhf the node's path finds (None: none found)."""
+    origin = (found.get("openrlhf") or {}).get("module_at")
+    if not origin:
+        return None
+    trainer = os.path.join(os.path.dirname(origin), "cli", "train_ppo_ray.py")
+    try:
+        with open(trainer, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def deep_imports(env: dict[str, str], names: list[str], timeout: float) -> dict[str, str]:
@@ -396,6 +410,8 @@ def facts(spec: dict[str, Any]) -> dict[str, Any]:
         "memory": memory_gib(),
         "gpu": gpus(),
     }
+    if spec.get("trainer_hash"):
+        out["openrlhf_trainer_sha256"] = trainer_sha256(out["packages"])
     want_template = bool(spec.get("chat_template"))
     out["models"] = {role: model(value, env, want_template) for role, value in spec.get("models", {}).items()}
     keys = [k for k in spec.get("data_keys", []) if k]
@@ -454,11 +470,57 @@ def clean_marks(ckpt_path: str, nonce: str, node_id: str) -> None:
         pass
 
 
+# Checkpoint watches: an agent asked once for a ckpt_path's listing keeps looking at it and
+# prints `RLHF_LAUNCH_CKPT {"path", "at", "listing"}` to its own stdout (a log the dashboard
+# serves) when the listing changes, and every WATCH_HEARTBEAT seconds anyway; `checkpoints`
+# reads those lines over HTTP instead of starting a probe job (cluster/ckptwatch.py).
+CKPT_MARKER = "RLHF_LAUNCH_CKPT"
+WATCH_EVERY = 1.0  # seconds between looks
+WATCH_HEARTBEAT = 10.0  # an unchanged listing is printed again this often: proof the watch is alive
+WATCH_FOR = 24 * 3600.0  # a path not asked for again (by a probe) is dropped after this
+WATCH_MAX = 32  # paths watched at once per node (the least recently asked for is dropped)
+
+
 class Agent:
     """A node's doctor (see `agents`)."""
 
+    def __init__(self) -> None:
+        self._watched: dict[str, float] = {}  # path -> when last asked for
+        self._thread: Any = None
+
     def facts(self, spec: dict[str, Any]) -> dict[str, Any]:
         return facts(spec)
+
+    def watch(self, path: str) -> dict[str, Any]:
+        """The listing of `path` now (probes/ckpt.py `listing`), and keep watching it."""
+        import threading
+
+        self._watched[path] = time.time()
+        while len(self._watched) > WATCH_MAX:
+            del self._watched[min(self._watched, key=lambda p: self._watched[p])]
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._watch_loop, name="rlhf-launch-ckpt-watch", daemon=True)
+            self._thread.start()
+        return dict(listing(path))  # type: ignore[name-defined]  # noqa: F821 - probes/ckpt.py, prepended
+
+    def _watch_loop(self) -> None:
+        shown: dict[str, tuple[str, float]] = {}
+        while True:
+            now = time.time()
+            for path, asked in list(self._watched.items()):
+                if now - asked > WATCH_FOR:
+                    self._watched.pop(path, None)
+                    continue
+                try:
+                    found = listing(path)  # type: ignore[name-defined]  # noqa: F821
+                except OSError as exc:
+                    found = {"path": path, "exists": False, "root": [], "roles": {}, "error": str(exc)[:200]}
+                key = json.dumps(found, sort_keys=True)
+                last = shown.get(path)
+                if last is None or last[0] != key or now - last[1] >= WATCH_HEARTBEAT:
+                    print(CKPT_MARKER, json.dumps({"path": path, "at": now, "listing": found}), flush=True)
+                    shown[path] = (key, now)
+            time.sleep(WATCH_EVERY)
 
     def write_mark(self, ckpt_path: str, nonce: str, node_id: str) -> str:
         return write_mark(ckpt_path, nonce, node_id)

@@ -17,8 +17,9 @@
   `after_step:N`, as a trainer does on a dead vLLM actor or a placement that never comes;
 - prints OpenRLHF-style progress: the args Namespace, a model actor's first line once the
   groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step
-  (from 0.9.6 with the trainer's `timing/*` keys: the step's sleep split 40 % generation,
-  20 % make_experience, 35 % ppo_train, 5 % broadcast, and their sum as step_total).
+  (through OpenRLHF's logger; from 0.9.6 with the trainer's `timing/*` keys, as ppo_trainer.py
+  prints them: the step's sleep split 40 % generation, 20 % make_experience, 35 % ppo_train,
+  5 % broadcast, and their sum as step_total).
 Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
 """
 
@@ -60,7 +61,6 @@ hang = os.environ.get("STANDIN_HANG", "")
 rollout_batch = arg("rollout.batch_size", "rollout_batch_size")
 new_era = version_key(fs.version) >= version_key("0.9.1")  # the episode bar counts prompts, not batches
 step_seconds = float(os.environ.get("STANDIN_STEP_SECONDS", "0.5"))
-timed = version_key(fs.version) >= version_key("0.9.6")  # the step line's timing/* keys
 crash_steps = [int(s) for s in os.environ.get("STANDIN_CRASH_AT_STEP", "0").split(",")]
 crash_times = int(os.environ.get("STANDIN_CRASH_TIMES", "1"))
 placement_timeout = float(os.environ.get("STANDIN_PLACEMENT_TIMEOUT", "60"))
@@ -267,6 +267,7 @@ def log(message):
 
 crash_file = os.path.join(ckpt, ".standin_crashes")
 draw(start)
+timed = version_key(fs.version) >= version_key("0.9.6")  # the step line's `timing/*` keys (ppo_trainer.py:541 in 0.11.0)
 for step in range(start + 1, steps + 1):
     step_began = time.time()
     time.sleep(step_seconds)
