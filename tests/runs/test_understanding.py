@@ -94,6 +94,11 @@ def test_progress_step_rate_eta_reward_and_kl(cluster, cli_env, ckpt):
     assert row["kl"] == pytest.approx(0.001 * row["step"], abs=0.0011)
     text = run_cli("runs", env=cli_env, timeout=60).stdout
     assert "/12" in text and "ETA" in text and "steps/h" in text and "e+" not in text
+    # the trainer's timing/* (the stand-in splits its 1 s step 40/20/35/5) beside the plan's estimate
+    timing = row["timing"]
+    assert timing["step_s"][0] == pytest.approx(1.0, rel=0.3) and timing["step_s"][1] > 0
+    assert timing["phases_s"]["generate"][0] == pytest.approx(0.4 * timing["step_s"][0], rel=0.01)
+    assert f"{run_id}: step " in text and " s measured vs " in text
     wait_run(cli_env, run_id, ("SUCCEEDED",))
     deadline = time.monotonic() + 30  # the supervisor reads the end of the log once the job ended
     while time.monotonic() < deadline and (record(cli_env, run_id).get("progress") or {}).get("step") != 12:

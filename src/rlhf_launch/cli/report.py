@@ -327,19 +327,40 @@ def plain_number(value: float) -> str:
 
 
 def progress_text(row: dict[str, Any]) -> str:
-    """`step 12/400, 3.1 steps/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known."""
+    """`step 12/400, 3.1 steps/h, ETA 5h02m, reward 0.41, kl 0.012` from what is known; before
+    a step's time is known the ETA is the plan's estimate, `ETA ~5h02m (estimated)`."""
+    estimated = row.get("eta_basis") == "estimate"
+    eta = row.get("eta_seconds")
     if row.get("step") is None:
-        return "-"
+        return f"no step yet, ETA ~{_duration(eta)} (estimated)" if eta is not None and estimated else "-"
     total = row.get("total_steps")
     parts = [f"step {row['step']}" + (f"/{total}" if total else "")]
     if row.get("steps_per_hour"):
         parts.append(f"{plain_number(row['steps_per_hour'])} steps/h")
-    if row.get("eta_seconds") is not None:
-        parts.append(f"ETA {_duration(row['eta_seconds'])}")
+    if eta is not None:
+        parts.append(f"ETA ~{_duration(eta)} (estimated)" if estimated else f"ETA {_duration(eta)}")
     for name in ("reward", "kl"):
         if isinstance(row.get(name), (int, float)):
             parts.append(f"{name} {row[name]:.3g}")
     return ", ".join(parts)
+
+
+def timing_text(timing: dict[str, Any] | None) -> str | None:
+    """`step 1,150 s measured vs 1,280 s estimated (median of 3 steps): generate 120/137,
+    make_experience 380/386, train 600/700, weight_sync 50/57 s` (runs/progress.py versus)."""
+    if not timing or not timing.get("phases_s"):
+        return None
+    n = timing.get("steps")
+    head = ""
+    step = timing.get("step_s")
+    if step and step[1]:
+        head = f"step {plain_number(step[0])} s measured vs {plain_number(step[1])} s estimated"
+    elif step:
+        head = f"step {plain_number(step[0])} s measured"
+    if n:
+        head += f" (median of {n} step{'s' if n != 1 else ''})"
+    phases = ", ".join(f"{p} {plain_number(m)}/{plain_number(e)}" for p, (m, e) in timing["phases_s"].items())
+    return f"{head}: {phases} s (measured/estimated)"
 
 
 def progress_reader(run: Run) -> Callable[[str], str | None]:
@@ -350,7 +371,13 @@ def progress_reader(run: Run) -> Callable[[str], str | None]:
     from rlhf_launch.runs.progress import Tracker, known_total
 
     def fresh(total: int | None) -> Tracker:
-        return Tracker(total_steps=total, release=run.openrlhf_version, started=time.time(), rollout_batch_size=run.rollout_batch_size)
+        return Tracker(
+            total_steps=total,
+            release=run.openrlhf_version,
+            started=time.time(),
+            rollout_batch_size=run.rollout_batch_size,
+            estimate=run.estimate,
+        )
 
     tracker = fresh(known_total(run.progress, run.total_steps))
     marker = f"--- {run.run_id} attempt "
@@ -428,6 +455,7 @@ def runs_text(overview: Overview) -> str:
                 status += f" [{r['diagnosis'].get('class')}]"
             table.append([r["run_id"], status, str(r["attempts"]), progress_text(r), r["auto_resume"] or "-", r["job_id"] or "-"])
         lines += _table(table, indent="")
+        lines += [f"{r['run_id']}: {timing_text(r.get('timing'))}" for r in overview.rows if timing_text(r.get("timing"))]
         lines += [f"{r['run_id']}: {r['waiting']}" for r in overview.rows if r.get("waiting")]
         lines += not_live_lines(overview)
     else:
@@ -503,6 +531,7 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
     """A supervisor's log for people: state lines as one short line each."""
     from rlhf_launch.runs.supervisor import STATE
 
+    told_timing: set[tuple[str, str]] = set()  # each measured-vs-estimated line once
     pending = ""
     told: set[str] = set()  # each diagnosis once (the supervisor repeats its state every minute)
     hidden: list[str] = []  # the raylet's routine lines since the last line shown
@@ -534,6 +563,13 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                     shown["eta_seconds"] = None  # no time left to count while nothing trains
                 progress = progress_text(shown)
                 yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
+                from rlhf_launch.runs.progress import versus
+
+                seen = state.get("progress") or {}
+                timing = timing_text(versus(seen.get("measured"), seen.get("estimated")))
+                if timing and ("timing", timing) not in told_timing:  # once per change: it moves with the median
+                    told_timing.add(("timing", timing))
+                    yield f"  {timing}\n"
                 found = state.get("diagnosis")
                 key = json.dumps(found, sort_keys=True, default=str)
                 if found and str(state.get("status")) in ("WAITING", "FAILED", "GAVE_UP") and key not in told:
@@ -650,12 +686,16 @@ def _fit_row(rank: str, describe: str, launch: Launch) -> list[str]:
     ]
 
 
-def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int, live: Any, written: str | None) -> str:
-    """`fit`: the top layouts as a table, the best one's overrides and placement picture."""
+def fit_text(
+    result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int, live: Any, written: str | None, calibration: str | None = None
+) -> str:
+    """`fit`: the top layouts as a table, the best one's overrides and placement picture;
+    `calibration`: what the estimate's constants were calibrated on (fit --from RUN)."""
     where = "the live cluster's free GPUs" if live is not None else "empty nodes"
     lines = [
         f"fit {own.cfg.name} on {nodes} x {gpus_per_node} GPUs ({where}): {result.valid} of {result.tried} layouts accepted "
         f"in {result.seconds:.1f} s",
+        *([f"  {calibration}"] if calibration else []),
         "",
     ]
     head = ["#", "layout", "GPUs", "gen s", "exp s", "train s", "sync s", "s/step", "run h", "GPU-h", "what limits it"]
@@ -691,11 +731,12 @@ def fit_text(result: Any, own: Launch, nodes: int, gpus_per_node: int, top: int,
     return "\n".join(lines)
 
 
-def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int) -> dict[str, Any]:
+def fit_json(result: Any, own: Launch, nodes: int, gpus_per_node: int, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     from rlhf_launch.fit import changed
 
     return {
         "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node},
+        "calibration": calibration,  # fit --from RUN: the run, its measured and estimated phases, the constants
         "tried": result.tried,
         "valid": result.valid,
         "seconds": round(result.seconds, 2),

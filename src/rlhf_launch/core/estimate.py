@@ -420,7 +420,8 @@ def estimate_step(
         f"GPU {gpu.name}: {gpu.bf16_tflops:g} TFLOP/s bf16, {gpu.hbm_gbps:g} GB/s HBM, {gpu.internode_gbps:g} GB/s per GPU "
         f"between nodes (typical)" + (" (assumed: set cluster.gpu)" if assumed else ""),
         f"decode at {c.decode_efficiency:.0%} of HBM bandwidth + {c.decode_step_s * 1e3:.1f} ms a step, "
-        f"training MFU {c.train_mfu:.0%}, forward MFU {c.forward_mfu:.0%} ({origin}); prefill at {c.prefill_mfu:.0%} MFU (derived)",
+        f"training MFU {c.train_mfu:.0%}, forward MFU {c.forward_mfu:.0%} ({origin}); prefill at {c.prefill_mfu:.0%} MFU "
+        + ("(calibrated with the decode)" if origin.startswith("calibrated") else "(derived)"),
         f"prompts average {c.prompt_fill:.0%} of prompt_max_len, responses {c.response_fill:.0%} of generate_max_len; "
         f"the longest reaches {lengths.longest:.0f} tokens (derived)",
         f"vLLM runs up to {c.max_num_seqs} sequences at once per engine (its max_num_seqs default)",

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlhf_launch.core import gpus
 from rlhf_launch.core.findings import Finding
 from rlhf_launch.doctor.spec import Needs
 from rlhf_launch.util import versions
@@ -654,6 +655,57 @@ def memory(node: Node, ctx: Context) -> list[Result]:
 
 
 def gpu(node: Node, ctx: Context) -> list[Result]:
+    """GPU memory against the plan, and the GPU type against cluster.gpu."""
+    return _gpu_memory(node, ctx) + gpu_type(node, ctx)
+
+
+def gpu_type(node: Node, ctx: Context) -> list[Result]:
+    """The type nvidia-smi names (core/gpus.py from_smi) against cluster.gpu: the memory plan
+    and the step-time estimate use that type's figures. A type the table lacks is said only
+    while cluster.gpu is unset (set, it names the closest type on purpose)."""
+    found = node.facts.get("gpu") or {}
+    products = sorted({str(g.get("name", "")) for g in found.get("gpus", []) if g.get("name")}) if found.get("reported") else []
+    configured, assumed = ctx.needs.gpu_type, ctx.needs.gpu_assumed
+    out: list[Result] = []
+    for product in products:
+        kind = gpus.from_smi(product)
+        if kind is None:
+            if configured is None:
+                known = ", ".join(g.name for g in gpus.GPUS)
+                out.append(
+                    Result(
+                        Status.WARN,
+                        f"nvidia-smi names {product!r}, a GPU the step-time estimate's table does not know; "
+                        f"cluster.gpu is unset, so the estimate assumes {assumed}",
+                        "cluster.gpu",
+                        f"set cluster.gpu to the closest of: {known}",
+                    )
+                )
+            continue
+        if configured is None:
+            out.append(
+                Result(
+                    Status.WARN,
+                    f"nvidia-smi names {product!r} ({kind.name}); cluster.gpu is unset, so the step-time estimate assumes {assumed}"
+                    + ("" if kind.name == assumed else f", not {kind.name}"),
+                    f"cluster.gpu={kind.name}",
+                    f"set cluster.gpu={kind.name}",
+                )
+            )
+        elif kind.name != configured:
+            out.append(
+                Result(
+                    Status.WARN,
+                    f"nvidia-smi names {product!r} ({kind.name}), but cluster.gpu is {configured}: the memory plan and the "
+                    f"step-time estimate use {configured}'s figures",
+                    f"cluster.gpu={kind.name}",
+                    f"set cluster.gpu={kind.name}",
+                )
+            )
+    return out or _ok()
+
+
+def _gpu_memory(node: Node, ctx: Context) -> list[Result]:
     found = node.facts.get("gpu") or {}
     if not found.get("reported"):
         return [
@@ -811,7 +863,7 @@ CHECKS: tuple[Check, ...] = (
         network,
     ),
     Check("memory", "host RAM against what the plan puts on the node", memory),
-    Check("gpu", "GPU memory (nvidia-smi) against the plan", gpu, gpu_nodes_only=True),
+    Check("gpu", "GPU memory and type (nvidia-smi) against the plan and cluster.gpu", gpu, gpu_nodes_only=True),
     Check("disk", "write access and free space at ckpt_path against the checkpoint budget", disk, gpu_nodes_only=True),
     Check("shared", "ckpt_path is the same storage on every node (a file round trip), for multi-node runs", shared, gpu_nodes_only=True),
     Check("checkpoints", "checkpoints already at ckpt_path", checkpoints),

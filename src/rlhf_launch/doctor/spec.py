@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlhf_launch.core.estimate import gpu_of
 from rlhf_launch.core.launch import Launch
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.core.settings import FLASH
@@ -38,6 +39,8 @@ class Needs:
     fork_sha256: str | None = None
     fork_root: str = ""
     fork_shipped: bool = False
+    gpu_type: str | None = None  # cluster.gpu as the GPU table names it (None: unset)
+    gpu_assumed: str | None = None  # the type the step-time estimate assumes (cluster.gpu, else by memory size)
 
 
 def needs(launch: Launch) -> Needs:
@@ -73,6 +76,8 @@ def needs(launch: Launch) -> Needs:
         fork_sha256=launch.flags.fork.sha256 if launch.flags.fork else None,
         fork_root=launch.flags.fork.root if launch.flags.fork else "",
         fork_shipped=bool(launch.flags.fork and launch.flags.fork.via == "runtime_env.working_dir"),
+        gpu_type=gpu_of(cfg)[0].name if cfg.cluster.gpu else None,
+        gpu_assumed=gpu_of(cfg)[0].name,
     )
 
 

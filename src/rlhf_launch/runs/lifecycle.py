@@ -95,6 +95,7 @@ def new_run(
         nodes=launch.plan.cluster_nodes,
         total_steps=planned_steps(launch.cfg, launch.flags.version),
         rollout_batch_size=launch.cfg.train.rollout_batch_size,
+        estimate=launch.estimate.as_json() if launch.estimate is not None else None,
     )
     runs.save(run)
     return run

@@ -11,6 +11,7 @@ from rlhf_launch.cluster.connection import Cluster, address_from
 from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, RecordUnreadable
 from rlhf_launch.runs import record as runs
+from rlhf_launch.runs.progress import versus
 from rlhf_launch.runs.record import Run
 from rlhf_launch.runs.status import RunStatus
 
@@ -41,6 +42,9 @@ def row(run: Run, live: bool) -> dict[str, Any]:
         "live": live,
         "auto_resume": f"{run.auto_resumes_used}/{run.auto_resume}" if run.auto_resume else "",
         "supervisor": run.supervisor_job,
+        # the trainer's timing/* beside the plan's estimate; whether the ETA is still the estimate's
+        "timing": versus(progress.get("measured"), progress.get("estimated") or run.estimate),
+        "eta_basis": progress.get("eta_basis"),
         "step": progress.get("step"),
         "total_steps": progress.get("total_steps") or run.total_steps,
         "steps_per_hour": progress.get("steps_per_hour"),

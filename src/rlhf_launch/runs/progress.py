@@ -52,6 +52,7 @@ __all__ = [
     "Tracker",
     "default_deadlines",
     "known_total",
+    "measured_phases",
     "parse_deadlines",
     "parse_metrics",
     "release_key",
@@ -108,6 +109,18 @@ OLD_ERA = re.compile(r"Processed prompts:|\(ActorModelRayActor pid=")  # 0.8.x: 
 REWARD_KEYS = ("reward", "rollout/reward_mean", "rm")
 KL_KEYS = ("kl",)
 
+# The step line's per-phase timers (0.9.6+, trainer/ppo_trainer.py train_step and fit):
+# seconds of this step's generation, make_experience, ppo_train and broadcast to vLLM, and
+# their sum (`timing/step_total`; the async trainer's is the wall-clock iteration instead),
+# named as core/estimate.py names the phases.
+TIMING_KEYS = {
+    "timing/generation": "generate",
+    "timing/make_experience": "make_experience",
+    "timing/ppo_train": "train",
+    "timing/broadcast": "weight_sync",
+    "timing/step_total": "step",
+}
+
 
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.\w+\(([^()]*)\)|\btensor\(([^(),]*)(?:,[^()]*)?\)")
 _NON_FINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
@@ -142,6 +155,33 @@ def _postfix(text: str) -> dict[str, Any]:
         except ValueError:
             continue
     return out
+
+
+def measured_phases(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """A step line's timers by phase name (generate, make_experience, train, weight_sync,
+    step); {} before 0.9.6, which prints none."""
+    out = {}
+    for key, phase in TIMING_KEYS.items():
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            out[phase] = float(value)
+    return out
+
+
+def versus(measured: Mapping[str, Any] | None, estimate: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The measured phases (Progress.measured) beside the plan's estimate (StepEstimate.as_json):
+    {"steps": n, "step_s": [measured, estimated], "phases_s": {phase: [measured, estimated]}};
+    None until a step's timers are read or without an estimate."""
+    if not measured or not estimate or not measured.get("phases_s"):
+        return None
+    est_phases = estimate.get("phases_s") or {}
+    phases = {p: [s, est_phases[p]] for p, s in measured["phases_s"].items() if isinstance(est_phases.get(p), (int, float))}
+    step = measured.get("step_s")
+    return {
+        "steps": measured.get("steps"),
+        "step_s": [step, estimate.get("step_s")] if step is not None else None,
+        "phases_s": phases,
+    }
 
 
 def _first_number(metrics: Mapping[str, Any], keys: tuple[str, ...]) -> float | None:
@@ -199,6 +239,10 @@ class Progress:
     kl: float | None
     metrics: dict[str, Any]
     milestones: dict[str, float]  # milestone value -> when first seen (caller's clock)
+    # the median of the recent steps' timers (0.9.6+): {"steps": n, "step_s": s, "phases_s": {...}}
+    measured: dict[str, Any] | None = None
+    estimated: dict[str, Any] | None = None  # the plan's estimate: {"step_s": s, "phases_s": {...}}
+    eta_basis: str | None = None  # "estimate" before a step's time is known, else "measured"
 
     def as_json(self) -> dict[str, Any]:
         finite = {k: v for k, v in self.metrics.items() if not (isinstance(v, float) and not math.isfinite(v))}
@@ -211,6 +255,9 @@ class Progress:
             "kl": self.kl,
             "metrics": finite,
             "milestones": dict(self.milestones),
+            "measured": self.measured,
+            "estimated": self.estimated,
+            "eta_basis": self.eta_basis,
         }
 
 
@@ -230,6 +277,10 @@ class Tracker:
     started: float | None = None
     rollout_batch_size: int | None = None
     window: int = 20  # step observations the rate is computed over
+    # the plan's estimate (StepEstimate.as_json: step_s, phases_s) the measured phases are
+    # compared with, and the ETA's basis until a step's time is known
+    estimate: Mapping[str, Any] | None = None
+    timings: deque[dict[str, float]] = field(default_factory=lambda: deque(maxlen=64))  # each step's timers (0.9.6+)
     step: int | None = None
     first_step: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -315,6 +366,9 @@ class Tracker:
         self.seen[Milestone.STEP] = now
         self.step = step if self.step is None else max(self.step, step)
         self.step_times.append((step, now))
+        timed = measured_phases(self.metrics) if self._step_metrics else {}
+        if timed:
+            self.timings.append(timed)
 
     def _stamp(self, step: int, line: str) -> None:
         """The step line's own time (the logger's `mm-dd HH:MM:SS`), kept increasing: a year
@@ -420,11 +474,41 @@ class Tracker:
             return 3600.0 / self._bar_seconds
         return None
 
-    def eta_seconds(self, now: float | None = None) -> float | None:
-        rate, total = self.steps_per_hour(), self.total
-        if not rate or total is None or self.step is None:
+    def measured(self) -> dict[str, Any] | None:
+        """The median of the last `window` steps' timers, per phase and for the step (its
+        `timing/step_total`, else the phases' sum); None before a step line with timers."""
+        recent = list(self.timings)[-self.window :]
+        if not recent:
             return None
-        left = max(0, total - self.step) * 3600.0 / rate
+        phases = {}
+        for phase in ("generate", "make_experience", "train", "weight_sync"):
+            values = [t[phase] for t in recent if phase in t]
+            if values:
+                phases[phase] = round(statistics.median(values), 3)
+        steps = [t.get("step", sum(v for k, v in t.items() if k != "step")) for t in recent]
+        return {"steps": len(recent), "step_s": round(statistics.median(steps), 3), "phases_s": phases}
+
+    def _seconds_per_step(self) -> tuple[float, str] | None:
+        """Seconds a step takes: the pace seen (steps_per_hour), else the step's own timer
+        once a step is done, else the plan's estimate."""
+        rate = self.steps_per_hour()
+        if rate:
+            return 3600.0 / rate, "measured"
+        seen = self.measured()
+        if seen and seen["step_s"] > 0:
+            return seen["step_s"], "measured"
+        planned = (self.estimate or {}).get("step_s")
+        if isinstance(planned, (int, float)) and planned > 0:
+            return float(planned), "estimate"
+        return None
+
+    def eta_seconds(self, now: float | None = None) -> float | None:
+        pace, total = self._seconds_per_step(), self.total
+        if not pace or total is None:
+            return None
+        if pace[1] == "estimate" and self.step_times:
+            return None  # a step is done: its time is what counts, once read
+        left = max(0, total - (self.step or 0)) * pace[0]
         if now is not None and self.step_times:
             left = max(0.0, left - (now - self.step_times[-1][1]))
         return left
@@ -441,6 +525,8 @@ class Tracker:
 
     def progress(self, now: float | None = None) -> Progress:
         rate = self.steps_per_hour()
+        pace = self._seconds_per_step()
+        planned = {k: self.estimate[k] for k in ("step_s", "phases_s") if k in self.estimate} if self.estimate else None
         return Progress(
             step=self.step,
             total_steps=self.total,
@@ -450,6 +536,9 @@ class Tracker:
             kl=_first_number(self.metrics, KL_KEYS),
             metrics=dict(self.metrics),
             milestones={str(m): t for m, t in self.seen.items()},
+            measured=self.measured(),
+            estimated=planned or None,
+            eta_basis=pace[1] if pace and eta is not None else None,
         )
 
 

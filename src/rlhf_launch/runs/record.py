@@ -84,6 +84,9 @@ class Run:
     nodes: int = 1
     total_steps: int | None = None  # the plan's count from max_samples (an upper bound; the bar knows better)
     rollout_batch_size: int | None = None  # prompts per global step: reads a 0.9.1+ episode bar as steps
+    # the plan's step-time estimate at submit (StepEstimate.as_json: step_s, phases_s, steps,
+    # gpu, ...): progress compares the trainer's timing/* with it, and the ETA starts from it
+    estimate: dict[str, Any] | None = None
     supervisor_job: str | None = None  # the cluster-side supervisor's Ray job
     diagnosis: dict[str, Any] | None = None  # why the last attempt failed or stalled
     progress: dict[str, Any] | None = None  # step N of M, steps per hour, ETA, reward, KL

@@ -189,6 +189,7 @@ class Supervisor:
                 release=run.openrlhf_version,
                 started=now,
                 rollout_batch_size=run.rollout_batch_size,
+                estimate=run.estimate,
             )
             self._tracked, self._tail = attempt.job_id, []
         tracker = self._tracker

@@ -17,7 +17,9 @@
   `after_step:N`, as a trainer does on a dead vLLM actor or a placement that never comes;
 - prints OpenRLHF-style progress: the args Namespace, a model actor's first line once the
   groups are placed, an `Episode [...]` bar and a `✨ Global step N: {...}` line per step
-  (through OpenRLHF's logger, with `timing/step_total` from 0.9.6 as the real trainer).
+  (through OpenRLHF's logger; from 0.9.6 with the trainer's `timing/*` keys, as ppo_trainer.py
+  prints them: the step's sleep split 40 % generation, 20 % make_experience, 35 % ppo_train,
+  5 % broadcast, and their sum as step_total).
 Each attempt appends what it saw to <ckpt_path>/.standin.jsonl.
 """
 
@@ -280,8 +282,14 @@ for step in range(start + 1, steps + 1):
         print(f"injected crash at step {step}", flush=True)
         print(crash_excerpt(crash_class), flush=True)
         sys.exit(1)
-    timing = f", 'timing/step_total': {time.time() - step_began:.4f}" if timed else ""
-    log(f"\u2728 Global step {step}: {{'policy_loss': {0.5 / step:.4f}, 'reward': {0.1 * step:.3f}, 'kl': {0.001 * step:.4f}{timing}}}")
+    status = {"policy_loss": round(0.5 / step, 4), "reward": round(0.1 * step, 3), "kl": round(0.001 * step, 4)}
+    if timed:  # 0.9.6+: train_step's timers, then fit's generation timer and their sum (ppo_trainer.py)
+        took = time.time() - step_began
+        split = {"generation": 0.4, "make_experience": 0.2, "ppo_train": 0.35, "broadcast": 0.05}
+        status.update({f"timing/{k}": took * split[k] for k in ("make_experience", "ppo_train", "broadcast")})
+        status["timing/generation"] = took * split["generation"]
+        status["timing/step_total"] = sum(v for k, v in status.items() if k.startswith("timing/"))
+    log(f"\u2728 Global step {step}: {status}")
     draw(step)  # the trainer updates its bar after the step's log line
     hang_here(f"after_step:{step}")
     if save_steps > 0 and step % save_steps == 0:
