@@ -146,7 +146,7 @@ def test_every_package_has_a_rank_and_imports_none_above_it():
 # cluster/). Each entry: (module, function) -> why.
 READS = {
     ("rlhf_launch.core.config", "read_text"): "the config file the user names",
-    ("rlhf_launch.core.config", "_beside"): "a path in the config, relative to the config file",
+    ("rlhf_launch.core.config", "beside"): "a path in the config, relative to the config file",
     ("rlhf_launch.core.launch", "prepare"): "the config's own path, made absolute for the record",
     ("rlhf_launch.core.shapes", "lookup"): "a local model directory's config.json (the shape)",
     ("rlhf_launch.core.shapes", "from_config_json"): "the same",

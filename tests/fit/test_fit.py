@@ -156,3 +156,12 @@ def test_fit_with_no_valid_layout_says_why():
     out = run_cli("fit", "llama70b-4node", "--nodes", "1", "--gpus-per-node", "2")
     assert out.returncode == 2
     assert "no layout" in (out.stdout + out.stderr) and "memory" in (out.stdout + out.stderr)
+
+
+def test_the_written_config_finds_the_presets_own_files_from_anywhere(tmp_path):
+    """qwen2.5-7b-grpo names math_reward.py beside itself: the written config must still find it."""
+    target = tmp_path / "elsewhere" / "fit.yaml"
+    out = run_cli("fit", "qwen2.5-7b-grpo", "--nodes", "2", "-o", str(target))
+    assert out.returncode == 0, out.stdout + out.stderr
+    planned = run_cli("plan", str(target), "--json")
+    assert planned.returncode == 0, planned.stdout + planned.stderr

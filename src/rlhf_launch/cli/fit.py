@@ -84,9 +84,10 @@ def command(
     if output_file:
         import yaml
 
-        from rlhf_launch.core.config import apply_overrides, read_yaml
+        from rlhf_launch.core.config import apply_overrides, beside, read_yaml
 
         data, _ = read_yaml(path)
+        beside(data, path)  # the config's own relative files (a reward function) stay found from anywhere
         shape = [f"cluster.nodes={nodes}", f"cluster.gpus_per_node={gpus_per_node}", *extra, *best.layout.overrides()]
         header = f"# {cfg.name}: the layout `rlhf-launch fit` ranked first on {nodes} x {gpus_per_node} GPUs: {best.layout.describe()}\n"
         output.write_file(output_file, header + yaml.safe_dump(apply_overrides(data, shape), sort_keys=False), force=force, what="config")

@@ -156,7 +156,8 @@ def plan_text(launch: Launch) -> str:
     lines += [
         "",
         f"  GPUs needed: {plan.gpus_required} = {plan.breakdown()}",
-        f"  cluster:     {plan.cluster_gpus} = {plan.cluster_nodes} nodes x {plan.cluster_gpus_per_node} GPUs ({status})",
+        f"  cluster:     {plan.cluster_gpus} = {plan.cluster_nodes} node{'s' if plan.cluster_nodes != 1 else ''} x "
+        f"{plan.cluster_gpus_per_node} GPUs ({status})",
         f"  colocation:  {colocate}",
         "",
     ]

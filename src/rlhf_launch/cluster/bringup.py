@@ -102,6 +102,12 @@ def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
     """Why the head did not start; a Ray already running at the address asked for is named,
     with what stops it alone (`down`, like `ray stop`, would stop every Ray of this machine)."""
     found = _ALREADY.search(started.output)
+    if found is None and "does not match persisted value" in started.output:  # Ray's assertion on a temp dir in use
+        return UserError(
+            "ray start --head failed: a Ray cluster on this machine already uses its temp dir (its session is not this one)",
+            hint="use that cluster (rlhf-launch status), or start this head with its own temp dir and ports: "
+            f"rlhf-launch up --head --port {opts.port + 1} --dashboard-port {opts.dashboard_port + 1} -- --temp-dir DIR",
+        )
     if found is None:
         return node.failure("ray start --head", started)
     gcs = found.group(2)
@@ -109,10 +115,9 @@ def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
     dashboards = sorted({what.split(" ", 1)[1] for what in pids.values() if what.startswith("dashboard ")})
     others = [n for n in node.local_nodes() or [] if n.gcs != gcs]
     uses = f"rlhf-launch status --address {dashboards[0]}" if dashboards else "rlhf-launch status with its dashboard's address"
+    programs = ", ".join(f"{pids[pid].split(' ', 1)[0]} {pid}" for pid in sorted(pids))
     stop_it = (
-        "stop only it: kill -TERM "
-        + " ".join(str(p) for p in sorted(pids))
-        + f" ({', '.join(sorted({w.split(' ', 1)[0] for w in pids.values()}))}), or Ctrl-C the `up --block` that started it"
+        "stop only it: kill -TERM " + " ".join(str(p) for p in sorted(pids)) + f" ({programs}), or Ctrl-C the `up --block` that started it"
         if pids
         else "stop only it: Ctrl-C (or SIGTERM) the `rlhf-launch up --head --block` that started it"
     )
@@ -121,12 +126,8 @@ def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
         f"or start this head on other ports: rlhf-launch up --head --port {opts.port + 1} --dashboard-port {opts.dashboard_port + 1}",
         f"or {stop_it}",
     ]
-    if others:
-        lines.append(
-            f"rlhf-launch down would stop every Ray on this machine, also {', '.join(f'{n.ip} of cluster {n.gcs}' for n in others)}"
-        )
-    else:
-        lines.append("rlhf-launch down stops every Ray on this machine, not only this one")
+    also = f": also {', '.join(f'{n.ip} of cluster {n.gcs}' for n in others)}" if others else ""
+    lines.append(f"rlhf-launch down stops every Ray on this machine, not only this one{also}")
     what = f"ray start --head failed: Ray already runs at {gcs} on this machine (the address asked for)"
     return UserError(what, hint="\n        ".join(lines))
 

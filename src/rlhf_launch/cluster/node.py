@@ -347,7 +347,7 @@ def ray_processes(gcs: str, proc: Path = Path("/proc")) -> dict[int, str]:
             continue
         program = argv[0].rsplit("/", 1)[-1]
         node = raylet_node(argv)
-        if node is not None and node.gcs == gcs:
+        if node is not None and node.gcs == gcs and node.ip == ip:  # the head's raylet, not a worker joined from here
             found[int(entry.name)] = "raylet"
         elif program == "gcs_server" and f"--gcs_server_port={port}" in argv and f"--node-ip-address={ip}" in argv:
             found[int(entry.name)] = "gcs_server"

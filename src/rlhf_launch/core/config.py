@@ -603,7 +603,8 @@ def read_text(path: Path, what: str = "config") -> str:
         info = path.stat()
     except FileNotFoundError:
         raise UserError(
-            f"{what} file {path} not found", hint="rlhf-launch presets lists the shipped ones" if what == "config" else ""
+            f"{what} {path} not found" if what == "file" else f"{what} file {path} not found",
+            hint="rlhf-launch presets lists the shipped ones" if what == "config" else "",
         ) from None
     except OSError as exc:
         raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
@@ -641,7 +642,7 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], dict[KeyPath, int]]:
 FILE_KEYS = (("models", "reward_func"), ("models", "agent_func"), ("openrlhf", "source"))
 
 
-def _beside(data: dict[str, Any], path: Path) -> None:
+def beside(data: dict[str, Any], path: Path) -> None:
     """Relative file paths written in the YAML file are relative to the file's directory."""
     for section, key in FILE_KEYS:
         values = data.get(section)
@@ -656,6 +657,6 @@ def load_config(path: Path, overrides: list[str] | None = None) -> LaunchConfig:
     """Read, override and validate. `name` defaults to the file's stem."""
     data, lines = read_yaml(path)
     data.setdefault("name", path.stem)
-    _beside(data, path)
+    beside(data, path)
     data = apply_overrides(data, overrides or [])
     return validate(data, source=str(path), lines=lines, overrides=overrides or [])

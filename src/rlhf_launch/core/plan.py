@@ -111,10 +111,12 @@ def _placement(cfg: LaunchConfig, role: str, fallback: tuple[int, int] | None) -
     )
 
 
-def _scorer(extras: TrainerExtras) -> str:
+def _scorer(cfg: LaunchConfig, extras: TrainerExtras) -> str:
     if extras.agent:
         return "agent function"
-    return "the fork itself (it has no reward model flag)" if extras.builtin_reward else "remote reward"
+    if extras.builtin_reward:
+        return "the fork itself (it has no reward model flag)"
+    return "the reward function models.reward_func" if cfg.models.reward_func else "the remote reward server"
 
 
 def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
@@ -183,7 +185,7 @@ def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:
     reasons = {
         "ref": "" if ref_on else "off: train.init_kl_coef is 0",
         "critic": "" if critic_on else f"off: advantage estimator {cfg.train.advantage_estimator} needs no critic",
-        "reward": "" if reward_on else f"off: {_scorer(extras)} scores rollouts",
+        "reward": "" if reward_on else f"off: {_scorer(cfg, extras)} scores rollouts",
     }
     roles = tuple(
         RolePlan(role, n, g, enabled=role in members, group=members.get(role, ""), reason=reasons.get(role, ""))

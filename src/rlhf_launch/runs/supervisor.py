@@ -486,6 +486,31 @@ class Supervisor:
         since = nodes.died_since(dead, run.current.submitted if run.current else None)
         return f": {nodes.deaths_text(since)}" if since else ""
 
+    def _name_lost(self, run: Run) -> Run:
+        """A node_lost diagnosis made before Ray's node table marked the node dead says `a node`:
+        name it once the table does (the failed attempt's start is the earliest death counted)."""
+        found = run.diagnosis or {}
+        hint = str(found.get("hint") or "")
+        if found.get("class") != "node_lost" or not hint.startswith("a node ") or self.dashboard is None:
+            return run
+        failed = next((a for a in reversed(run.attempts) if a.diagnosis is found or a.diagnosis == found), None)
+        try:
+            dead = nodes.died_since(snapshot.dead_nodes(self.dashboard), failed.submitted if failed else None)
+        except ClusterError:
+            return run
+        named = evidence.name_lost_node(hint, dead)
+        if named == hint:
+            return run
+
+        def rename(record: Run) -> None:
+            for a in record.attempts:
+                if a.diagnosis == found:
+                    a.diagnosis = {**found, "hint": named}
+            if record.diagnosis == found:
+                record.diagnosis = {**found, "hint": named}
+
+        return runs.update(self.run_id, rename)
+
     def _wait_capacity(self, run: Run) -> bool:
         deadline = time.monotonic() + self.capacity_wait
         told = False
@@ -500,6 +525,7 @@ class Supervisor:
             if not told and have >= 0:
                 self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}")
                 told = True
+            run = self._name_lost(run)
             if time.monotonic() > deadline or self._stopped(run):
                 return False
             self.sleep(run.poll)
