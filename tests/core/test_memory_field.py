@@ -47,13 +47,17 @@ PHASES = {
     "weight_sync": ("sync",),
     "sync": ("sync",),
 }
-# half -> (share of OOM reports predicted, share of ran configs passing) it must keep: the
-# measured figures rounded down (see README "Memory model"); raise them, never lower them.
-# Measured 2026-12-05 on 45 records (split by the collectors' rule): fit 6 of 9 OOMs predicted
-# (67%), 15 of 15 ran pass; held out 5 of 9 OOMs predicted (56%), 11 of 12 ran pass (92%). The
-# issue's goal on the held-out OOMs (80%) is NOT met; every miss is in EXPLAINED, and
-# `python tests/core/test_memory_field.py` prints them with their reasons.
-FLOORS = {"fit": (0.66, 1.0), "heldout": (0.55, 0.91)}
+# half -> (share of OOM reports predicted, share of ran configs passing) it must keep, over all waves:
+# the measured figures rounded down (see README "Memory model"); raise them, never lower them.
+# Measured 2026-12-05 on 53 records (wave 1: 45, wave 2: 8; split by the collectors' rule):
+#   wave 1  fit 6 of 9 OOMs predicted (67%), 15 of 15 ran pass; held out 6 of 9 (67%), 11 of 12 ran pass (92%)
+#   wave 2  fit 1 of 1 OOM predicted, 4 of 4 ran pass; held out no OOM report, 3 of 3 ran pass
+#   all     fit 7 of 10 (70%), 19 of 19; held out 6 of 9 (67%), 14 of 15 (93%)
+# The margin's high end (GROWTH, NCCL communicators) now warns of a possible OOM where the central
+# peak is under the GPU: it predicts no further report (none of the misses is within its reach) and
+# warns 3 + 3 of the 34 ran configs. The issue's goal on the held-out OOMs (80%) is NOT met; every
+# miss is in EXPLAINED, and `python tests/core/test_memory_field.py` prints them with their reasons.
+FLOORS = {"fit": (0.70, 1.0), "heldout": (0.66, 0.93)}
 # Wave 2 (tests/data/memory/outcomes-wave2.yaml), scored unseen before any change: fit 1 of 1 OOM
 # predicted, 4 of 4 ran pass; held out no OOM report, 3 of 3 ran pass.
 WAVE2_FLOORS = {"fit": (1.0, 1.0), "heldout": (1.0, 1.0)}
@@ -74,9 +78,8 @@ EXPLAINED = {
     "oi-756-8b-8xa100-40g-ran": "ran; flags cut off: with 32 rollouts of 2048 tokens per forward the fp32 logits alone "
     "reach 50 GB at the bound; the real sequences were shorter (or packed) than max_len",
     "oi-519-8b-8xh100-deepspeed": "four 8B models on every GPU (DeepSpeed launcher), 70 GiB estimated of 80; the OOM came "
-    "'after some training updates': growth the 10% fragmentation term does not reach",
-    "oi-762-7b-ppo-4xa100-40g": "model unnamed ('7B'), no flags: as the known 7-8B shapes 40-47 GiB of 40 ('around', "
-    "warned, not counted as predicted)",
+    "'after some training updates': the margin's high end (10% fragmentation + 25% growth of the working "
+    "sets, NCCL communicators) reaches 76 GiB; the four models in one process of the DeepSpeed launcher are not modelled as one",
     "oi-95-ppo-8xa100-80g-deepspeed": "no model and no flags in the stored excerpt (nothing to size)",
 }
 
