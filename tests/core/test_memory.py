@@ -495,3 +495,15 @@ def test_the_margins_high_end_grows_with_the_working_sets_and_the_communicators(
     # the low end keeps the symmetric spread; the high end adds growth and the actor's extra communicators
     spread = group.phases[phase] - low
     assert high - group.phases[phase] == pytest.approx(spread + GROWTH * transient + NCCL_COMMUNICATOR_GIB * (COMMUNICATORS["actor"] - 1))
+
+
+def test_an_unknown_shape_whose_bracket_straddles_the_gpu_warns_of_a_possible_oom():
+    data = {**ACTOR_ONLY, "models": {"actor": "someone/mystery-70B-chat", "reward_remote_url": "http://rm"}}
+    low, high = estimate(validate(data), build_plan(validate(data))).unsized[0].bracket
+    between = {**data, "cluster": {**data["cluster"], "gpu_memory_gb": (low + high) / 2}}
+    report = estimate(validate(between), build_plan(validate(between)))
+    (warned,) = [f for f in report.findings if f.key == "models.actor"]
+    assert warned.level == "warning" and "(around): expect out-of-memory at the high end" in warned.message, warned.message
+    roomy = {**data, "cluster": {**data["cluster"], "gpu_memory_gb": high + 10}}
+    (calm,) = [f for f in estimate(validate(roomy), build_plan(validate(roomy))).findings if f.key == "models.actor"]
+    assert "(within)" in calm.message and "expect out-of-memory" not in calm.message

@@ -33,9 +33,10 @@ FRAGMENTATION = 0.10  # PyTorch's caching allocator reserves this fraction of th
 # The margin's high end only (what a run can reach, not what it usually takes):
 # - GROWTH: after some updates with micro batches of varying length (packing, dynamic batching, rollouts of
 #   any length up to max_len), the caching allocator holds blocks cut for earlier shapes that a new, larger
-#   request cannot reuse; torch's own OOM text points at it ("reserved but unallocated ... expandable_segments").
-#   OpenRLHF#519 (8B, four models per GPU) ran out "after some training updates". A quarter of the working
-#   sets on top of FRAGMENTATION.
+#   request cannot reuse; torch's own OOM text points at it ("reserved but unallocated ... expandable_segments",
+#   as in OpenRLHF#398's). Not calibrated on a measurement (no public thread shows the allocator's peak before
+#   the OOM: torch frees its cache and retries before raising): a quarter of the working sets on top of
+#   FRAGMENTATION, a judgement that only warns.
 # - NCCL_COMMUNICATOR_GIB: each NCCL communicator's buffers (NCCL_BUFFSIZE 4 MiB x channels x send/recv);
 #   a trainer process holds more than one: DeepSpeed's world and data-parallel groups, and the actor the
 #   vLLM weight-sync group (ppo_actor.py, model_update_group). Counted beyond the one in CUDA_CONTEXT_GIB.
