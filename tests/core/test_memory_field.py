@@ -13,7 +13,10 @@ half only): of the OOM reports, how many the estimate predicts (a memory finding
 is over the GPU: refused, or warned "expect out-of-memory"; in the reported phase where the
 report names one), and of the runs that ran, how many pass (no memory error).
 
-`python tests/core/test_memory_field.py` prints the figures and every miss with its reason.
+Records of outcomes-wave2.yaml are wave 2 (collected after the estimate was fitted, scored unseen
+first: tests/data/memory/README.md); the figures are kept over all waves and for wave 2 alone.
+
+`python tests/core/test_memory_field.py` prints the figures per wave and every miss with its reason.
 """
 
 from __future__ import annotations
