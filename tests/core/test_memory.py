@@ -323,7 +323,8 @@ def test_an_unknown_shape_with_a_stated_size_warns_with_a_range():
     data = {**ACTOR_ONLY, "models": {"actor": "someone/mystery-70B-chat", "reward_remote_url": "http://rm"}}
     report = estimate(validate(data), build_plan(validate(data)))
     (warned,) = [f for f in report.findings if f.key == "models.actor"]
-    assert warned.level == "warning" and re.search(r"would need \d+-\d+ GiB of 80 \(over\)", warned.message), warned.message
+    assert warned.level == "warning" and re.search(r"needs \d+-\d+ GiB per GPU but a GPU has 80 \(over\)", warned.message), warned.message
+    assert "expect out-of-memory" in warned.message  # uncertain and over: a possible OOM, never a silent pass
     (unsized,) = report.unsized
     low, high = unsized.bracket
     assert 80 < low <= high
@@ -460,3 +461,49 @@ def test_the_70b_hybrid_preset_generate_phase_holds_vllms_share_and_every_reside
     shards = 4 * 2 * 68.98e9 / 16 / GIB  # four 70B models' bf16 ZeRO-3 shards over 16 GPUs
     assert group.phases["generate"] >= vllm_share + shards
     assert group.peak_phase == "generate" and group.peak <= 0.9 * 80
+
+
+OFFLOADED = {**ACTOR_ONLY, "deepspeed": {**ACTOR_ONLY["deepspeed"], "adam_offload": True}}
+
+
+def test_a_peak_under_the_gpu_with_its_margin_over_warns_of_a_possible_oom():
+    """The margin's high end (allocator growth after updates of varying length, NCCL
+    communicators) over the GPU while the central peak is under: a warning that expects
+    out-of-memory, with the range; never a refusal, never silence."""
+    cfg = validate(OFFLOADED)
+    (group,) = estimate(cfg, build_plan(cfg)).groups
+    low, high = group.peak_range
+    assert low < group.peak < high
+    between = (group.peak + high) / 2
+    data = {**OFFLOADED, "cluster": {**OFFLOADED["cluster"], "gpu_memory_gb": between}}
+    report = estimate(validate(data), build_plan(validate(data)))
+    (warned,) = [f for f in report.findings if f.key == "placement.actor"]
+    assert warned.level == "warning" and warned.reason != "memory"
+    assert "but a GPU has" in warned.message and "expect out-of-memory" in warned.message
+    assert f"up to {high:.1f}" in warned.message
+
+
+def test_the_margins_high_end_grows_with_the_working_sets_and_the_communicators():
+    from rlhf_launch.core.memory.model import COMMUNICATORS, FRAGMENTATION, GROWTH, NCCL_COMMUNICATOR_GIB
+
+    cfg = validate(OFFLOADED)
+    (group,) = estimate(cfg, build_plan(cfg)).groups
+    phase = group.peak_phase
+    working, _ = group.working[phase]
+    transient = working / (1 + FRAGMENTATION)
+    low, high = group.ranges[phase]
+    # the low end keeps the symmetric spread; the high end adds growth and the actor's extra communicators
+    spread = group.phases[phase] - low
+    assert high - group.phases[phase] == pytest.approx(spread + GROWTH * transient + NCCL_COMMUNICATOR_GIB * (COMMUNICATORS["actor"] - 1))
+
+
+def test_an_unknown_shape_whose_bracket_straddles_the_gpu_warns_of_a_possible_oom():
+    data = {**ACTOR_ONLY, "models": {"actor": "someone/mystery-70B-chat", "reward_remote_url": "http://rm"}}
+    low, high = estimate(validate(data), build_plan(validate(data))).unsized[0].bracket
+    between = {**data, "cluster": {**data["cluster"], "gpu_memory_gb": (low + high) / 2}}
+    report = estimate(validate(between), build_plan(validate(between)))
+    (warned,) = [f for f in report.findings if f.key == "models.actor"]
+    assert warned.level == "warning" and "(around): expect out-of-memory at the high end" in warned.message, warned.message
+    roomy = {**data, "cluster": {**data["cluster"], "gpu_memory_gb": high + 10}}
+    (calm,) = [f for f in estimate(validate(roomy), build_plan(validate(roomy))).findings if f.key == "models.actor"]
+    assert "(within)" in calm.message and "expect out-of-memory" not in calm.message

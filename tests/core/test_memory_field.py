@@ -13,7 +13,10 @@ half only): of the OOM reports, how many the estimate predicts (a memory finding
 is over the GPU: refused, or warned "expect out-of-memory"; in the reported phase where the
 report names one), and of the runs that ran, how many pass (no memory error).
 
-`python tests/core/test_memory_field.py` prints the figures and every miss with its reason.
+Records of outcomes-wave2.yaml are wave 2 (collected after the estimate was fitted, scored unseen
+first: tests/data/memory/README.md); the figures are kept over all waves and for wave 2 alone.
+
+`python tests/core/test_memory_field.py` prints the figures per wave and every miss with its reason.
 """
 
 from __future__ import annotations
@@ -47,13 +50,21 @@ PHASES = {
     "weight_sync": ("sync",),
     "sync": ("sync",),
 }
-# half -> (share of OOM reports predicted, share of ran configs passing) it must keep: the
-# measured figures rounded down (see README "Memory model"); raise them, never lower them.
-# Measured 2026-12-05 on 45 records (split by the collectors' rule): fit 6 of 9 OOMs predicted
-# (67%), 15 of 15 ran pass; held out 5 of 9 OOMs predicted (56%), 11 of 12 ran pass (92%). The
-# issue's goal on the held-out OOMs (80%) is NOT met; every miss is in EXPLAINED, and
-# `python tests/core/test_memory_field.py` prints them with their reasons.
-FLOORS = {"fit": (0.66, 1.0), "heldout": (0.55, 0.91)}
+# half -> (share of OOM reports predicted, share of ran configs passing) it must keep, over all waves:
+# the measured figures rounded down (see README "Memory model"); raise them, never lower them.
+# Measured 2026-12-05 on 60 records (wave 1: 45, wave 2: 15; split by the collectors' rule):
+#   wave 1  fit 6 of 9 OOMs predicted (67%), 15 of 15 ran pass; held out 6 of 9 (67%), 11 of 12 ran pass (92%)
+#   wave 2  fit 1 of 1 OOM predicted, 9 of 9 ran pass; held out no OOM report, 5 of 5 ran pass
+#   all     fit 7 of 10 (70%), 24 of 24; held out 6 of 9 (67%), 16 of 17 (94%)
+# The margin's high end (GROWTH, NCCL communicators) now warns of a possible OOM where the central
+# peak is under the GPU: it predicts no further report (none of the misses is within its reach) and
+# warns 3 + 3 of the 41 ran configs. The issue's goal on the held-out OOMs (80%) is NOT met; every
+# miss is in EXPLAINED, and `python tests/core/test_memory_field.py` prints them with their reasons.
+FLOORS = {"fit": (0.70, 1.0), "heldout": (0.66, 0.94)}
+# Wave 2 (tests/data/memory/outcomes-wave2.yaml), scored unseen with the estimate as merged at
+# 039ff57, before any change: fit 1 of 1 OOM predicted, 9 of 9 ran pass; held out no OOM report,
+# 5 of 5 ran pass. The same after the change.
+WAVE2_FLOORS = {"fit": (1.0, 1.0), "heldout": (1.0, 1.0)}
 GOAL = (0.80, 0.90)  # the issue's target on the held-out half
 # Every miss, and why: a new miss fails test_every_miss_is_explained until it is explained here
 # (and in README's "Memory estimate") or fixed.
@@ -71,9 +82,8 @@ EXPLAINED = {
     "oi-756-8b-8xa100-40g-ran": "ran; flags cut off: with 32 rollouts of 2048 tokens per forward the fp32 logits alone "
     "reach 50 GB at the bound; the real sequences were shorter (or packed) than max_len",
     "oi-519-8b-8xh100-deepspeed": "four 8B models on every GPU (DeepSpeed launcher), 70 GiB estimated of 80; the OOM came "
-    "'after some training updates': growth the 10% fragmentation term does not reach",
-    "oi-762-7b-ppo-4xa100-40g": "model unnamed ('7B'), no flags: as the known 7-8B shapes 40-47 GiB of 40 ('around', "
-    "warned, not counted as predicted)",
+    "'after some training updates': the margin's high end (10% fragmentation + 25% growth of the working "
+    "sets, NCCL communicators) reaches 76 GiB; the four models in one process of the DeepSpeed launcher are not modelled as one",
     "oi-95-ppo-8xa100-80g-deepspeed": "no model and no flags in the stored excerpt (nothing to size)",
 }
 
@@ -89,6 +99,7 @@ class Scored:
     phase_ok: bool = True
     why: str = ""  # the reason of a miss, or why the record could not be scored
     peaks: list[str] = field(default_factory=list)
+    wave: str = "1"  # "2": outcomes-wave2.yaml, collected after the estimate was fitted, scored unseen first
 
     @property
     def scored(self) -> bool:
@@ -116,6 +127,10 @@ def half_of(record: dict[str, Any]) -> str:
         return str(split)
     # no split stated: the collectors' rule (tests/data/memory/README.md), from the id alone
     return "fit" if int(hashlib.sha256(str(record["id"]).encode()).hexdigest(), 16) % 2 == 0 else "heldout"
+
+
+def wave_of(record: dict[str, Any]) -> str:
+    return "2" if str(record.get("_file", "")).startswith("outcomes-wave2") else "1"
 
 
 def argv_of(flags: dict[str, Any]) -> list[str]:
@@ -210,6 +225,7 @@ def launch_of(record: dict[str, Any]) -> Launch:
 
 def score(record: dict[str, Any]) -> Scored:
     s = Scored(str(record["id"]), half_of(record), str(record["outcome"]), str(record.get("phase") or "unknown"))
+    s.wave = wave_of(record)
     try:
         launch = launch_of(record)
     except (UserError, ValueError) as exc:
@@ -248,9 +264,10 @@ def scored() -> list[Scored]:
     return [score(r) for r in found]
 
 
-def figures(items: list[Scored], half: str) -> tuple[float, float, int, int]:
-    ooms = [s for s in items if s.half == half and s.scored and s.outcome == "oom"]
-    rans = [s for s in items if s.half == half and s.scored and s.outcome == "ran"]
+def figures(items: list[Scored], half: str, wave: str | None = None) -> tuple[float, float, int, int]:
+    mine = [s for s in items if s.half == half and s.scored and (wave is None or s.wave == wave)]
+    ooms = [s for s in mine if s.outcome == "oom"]
+    rans = [s for s in mine if s.outcome == "ran"]
     predicted = sum(s.right for s in ooms) / len(ooms) if ooms else 1.0
     passed = sum(s.right for s in rans) / len(rans) if rans else 1.0
     return predicted, passed, len(ooms), len(rans)
@@ -261,6 +278,14 @@ def test_the_estimate_keeps_its_measured_figures(scored: list[Scored], half: str
     predicted, passed, ooms, rans = figures(scored, half)
     floor = FLOORS[half]
     misses = [f"{s.id}: {s.why}" for s in scored if s.half == half and s.scored and not s.right]
+    assert predicted >= floor[0] and passed >= floor[1], (predicted, passed, ooms, rans, misses)
+
+
+@pytest.mark.parametrize("half", ["fit", "heldout"])
+def test_wave_two_keeps_its_figures(scored: list[Scored], half: str) -> None:
+    predicted, passed, ooms, rans = figures(scored, half, wave="2")
+    floor = WAVE2_FLOORS[half]
+    misses = [f"{s.id}: {s.why}" for s in scored if s.half == half and s.wave == "2" and s.scored and not s.right]
     assert predicted >= floor[0] and passed >= floor[1], (predicted, passed, ooms, rans, misses)
 
 
@@ -276,13 +301,18 @@ def test_most_records_can_be_scored(scored: list[Scored]) -> None:
 
 def main() -> None:
     items = [score(r) for r in records()]
-    for half in ("fit", "heldout"):
-        predicted, passed, ooms, rans = figures(items, half)
-        warned = sum(1 for s in items if s.half == half and s.scored and s.outcome == "ran" and s.predicted and not s.refused)
-        print(
-            f"{half}: {predicted:.0%} of {ooms} OOM reports predicted, {passed:.0%} of {rans} ran configs pass "
-            f"({warned} of them warned over the GPU at their token bounds)"
-        )
+    for wave in (None, "1", "2"):
+        for half in ("fit", "heldout"):
+            predicted, passed, ooms, rans = figures(items, half, wave)
+            warned = sum(
+                1
+                for s in items
+                if s.half == half and (wave is None or s.wave == wave) and s.scored and s.outcome == "ran" and s.predicted and not s.refused
+            )
+            print(
+                f"{'all waves' if wave is None else 'wave ' + wave} {half}: {predicted:.0%} of {ooms} OOM reports predicted, "
+                f"{passed:.0%} of {rans} ran configs pass ({warned} of them warned over the GPU)"
+            )
     for s in items:
         mark = "ok  " if s.right and s.scored else ("skip" if not s.scored else "MISS")
         print(f"{mark} {s.half:<7} {s.outcome:<4} {s.phase:<15} {s.id}: {s.why or '; '.join(s.peaks)}")

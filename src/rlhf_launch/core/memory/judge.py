@@ -34,6 +34,11 @@ def judge(est: Estimate, cfg: LaunchConfig, plan: Plan, settings: Settings | Non
                 f"; as the known shapes of its stated size ({u.between}) its GPUs would need "
                 f"{low:.0f}-{high:.0f} GiB of {est.gpu_limit:g} ({over})"
             )
+            if high > est.gpu_limit:  # uncertain and possibly over: say so as a possible out-of-memory
+                span = (
+                    f"; as the known shapes of its stated size ({u.between}) it needs {low:.0f}-{high:.0f} GiB per GPU but a GPU "
+                    f"has {est.gpu_limit:g} ({over}): expect out-of-memory {'' if over == 'over' else 'at the high end'}"
+                ).rstrip()
         else:
             span = f"; its GPUs' need is unknown (anything up to and over {est.gpu_limit:g} GiB): nothing checks this role's memory"
         findings.append(
@@ -212,6 +217,12 @@ def _check_gpu(
             findings.append(error(key, message, _fixes(group, est, cfg, plan, settings), reason="memory"))
         else:
             findings.append(warning(key, message + ": expect out-of-memory on full micro batches", _fixes(group, est, cfg, plan, settings)))
+    elif high > limit and set(group.roles) != {"vllm"}:
+        message = (
+            f"{shared} needs {peak:.1f} GiB per GPU, up to {high:.1f} at its margin's high end (allocator growth after updates of "
+            f"varying length, NCCL communicators), but a GPU has {limit:g}{assumed}{span}: expect out-of-memory after some updates"
+        )
+        findings.append(warning(key, message, _fixes(group, est, cfg, plan, settings)))
     elif peak > limit * (1 - HEADROOM) and set(group.roles) != {"vllm"}:
         message = f"{shared} needs {peak:.1f}{span} of {limit:g} GiB per GPU: under {HEADROOM:.0%} headroom"
         findings.append(warning(key, message, _fixes(group, est, cfg, plan, settings)))

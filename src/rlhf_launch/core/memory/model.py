@@ -30,6 +30,19 @@ TRAIN_LOGIT_BYTES = 10  # fp32 logits saved for the loss + fp32 dlogits + their 
 FORWARD_LOGIT_BYTES = 6  # bf16 logits + their fp32 copy, no grad
 REDUCE_BUCKET_ELEMENTS = 5e8  # DeepSpeed's default reduce_bucket_size: OpenRLHF's "auto" is dropped by DeepSpeed
 FRAGMENTATION = 0.10  # PyTorch's caching allocator reserves this fraction of the working sets beyond what it allocates
+# The margin's high end only (what a run can reach, not what it usually takes):
+# - GROWTH: after some updates with micro batches of varying length (packing, dynamic batching, rollouts of
+#   any length up to max_len), the caching allocator holds blocks cut for earlier shapes that a new, larger
+#   request cannot reuse; torch's own OOM text points at it ("reserved but unallocated ... expandable_segments",
+#   as in OpenRLHF#398's). Not calibrated on a measurement (no public thread shows the allocator's peak before
+#   the OOM: torch frees its cache and retries before raising): a quarter of the working sets on top of
+#   FRAGMENTATION, a judgement that only warns.
+# - NCCL_COMMUNICATOR_GIB: each NCCL communicator's buffers (NCCL_BUFFSIZE 4 MiB x channels x send/recv);
+#   a trainer process holds more than one: DeepSpeed's world and data-parallel groups, and the actor the
+#   vLLM weight-sync group (ppo_actor.py, model_update_group). Counted beyond the one in CUDA_CONTEXT_GIB.
+GROWTH = 0.25
+NCCL_COMMUNICATOR_GIB = 0.25
+COMMUNICATORS = {"actor": 3, "critic": 2, "ref": 1, "reward": 1}
 
 # Parts that exist only while their role computes (the rest is resident while it is awake).
 TRANSIENT = ("activations", "logits", "forward", "gather_buffer", "reduce_bucket", "sync_buffer")
@@ -570,11 +583,13 @@ def _groups(cfg: LaunchConfig, plan: Plan, roles: list[RoleMemory], settings: Se
                 made_of["allocator.fragmentation"] = fragmentation
             processes = sum(1 for parts in present.values() if "cuda_context" in parts)
             spread = fragmentation + CONTEXT_SPREAD_GIB * processes
+            communicators = sum(COMMUNICATORS.get(role, 1) - 1 for role, parts in present.items() if "cuda_context" in parts)
+            upper = spread + GROWTH * transient + NCCL_COMMUNICATOR_GIB * communicators
             total = allocated + fragmentation
             group.phases[name], group.floors[name] = total, allocated - transient
             group.working[name] = (transient + fragmentation, tokens)
             group.made_of[name] = made_of
-            group.ranges[name] = (total - spread, total + spread)
+            group.ranges[name] = (total - spread, total + upper)
         out.append(group)
     return out
 
