@@ -35,12 +35,12 @@ FRAGMENTATION = 0.10  # PyTorch's caching allocator reserves this fraction of th
 #   any length up to max_len), the caching allocator holds blocks cut for earlier shapes that a new, larger
 #   request cannot reuse; torch's own OOM text points at it ("reserved but unallocated ... expandable_segments",
 #   as in OpenRLHF#398's). Not calibrated on a measurement (no public thread shows the allocator's peak before
-#   the OOM: torch frees its cache and retries before raising): a quarter of the working sets on top of
-#   FRAGMENTATION, a judgement that only warns.
+#   the OOM: torch frees its cache and retries before raising), so it is 0 until one is: a guessed quarter
+#   of the working sets gained no OOM report on either half and warned 3 more runs that ran.
 # - NCCL_COMMUNICATOR_GIB: each NCCL communicator's buffers (NCCL_BUFFSIZE 4 MiB x channels x send/recv);
 #   a trainer process holds more than one: DeepSpeed's world and data-parallel groups, and the actor the
 #   vLLM weight-sync group (ppo_actor.py, model_update_group). Counted beyond the one in CUDA_CONTEXT_GIB.
-GROWTH = 0.25
+GROWTH = 0.0  # no published measurement yet (see above)
 NCCL_COMMUNICATOR_GIB = 0.25
 COMMUNICATORS = {"actor": 3, "critic": 2, "ref": 1, "reward": 1}
 
