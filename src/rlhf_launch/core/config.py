@@ -339,6 +339,11 @@ class SuperviseSection(_Section):
     counts as stalled (defaults scale with the model size and the node count)."""
 
     deadlines: dict[Milestone, float] = Field(default_factory=dict)
+    # After a node is lost: seconds to wait for it before re-planning the run onto the nodes
+    # that are left (fit/replan.py); 0 never re-plans (the run waits for the GPUs to return).
+    node_wait: NonNegativeFloat = 600.0
+    # When the lost capacity returns, go back to the run's own layout at the next checkpoint.
+    grow: bool = True
 
     @field_validator("deadlines")
     @classmethod
