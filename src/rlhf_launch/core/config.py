@@ -342,6 +342,9 @@ class SuperviseSection(_Section):
     # After a node is lost: seconds to wait for it before re-planning the run onto the nodes
     # that are left (fit/replan.py); 0 never re-plans (the run waits for the GPUs to return).
     node_wait: NonNegativeFloat = 600.0
+    # Seconds a conversion of the checkpoint to a universal one may take (a re-plan that
+    # changes the actor's or critic's DP size needs one; a 70B actor with Adam writes ~0.84 TB).
+    convert_wait: float = Field(7200.0, gt=0)
     # When the lost capacity returns, go back to the run's own layout at the next checkpoint.
     grow: bool = True
 

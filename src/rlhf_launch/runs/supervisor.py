@@ -39,6 +39,7 @@ from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.core import nodes
+from rlhf_launch.core.config import apply_overrides
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
 from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, retry
 from rlhf_launch.runs import record as runs
@@ -87,6 +88,13 @@ class Supervisor:
     # The node checks themselves (launch -> doctor Report); None: doctor.examine with doctor_look.
     node_checks: Callable[[Any], Any] | None = None
     clock: Callable[[], float] = time.time
+    # How a checkpoint becomes universal before a re-plan that changes a DP size
+    # (run, roles, seconds -> the probe's result); None: a Ray job on a node that mounts it.
+    converter: Callable[[Run, list[str], float], dict[str, Any]] | None = None
+    # The live nodes a re-plan places onto; None: the dashboard's alive nodes and free GPUs.
+    live_nodes: Callable[[], list[Any]] | None = None
+    # The run's latest checkpoint step (None: none); None here: listed by a probe job.
+    latest_step: Callable[[Run], int | None] | None = None
     _short: int = 0
     _last: tuple[Any, ...] = ()
     _told: set[str] = field(default_factory=set)
@@ -376,6 +384,7 @@ class Supervisor:
             return None
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
+        run = self._settle_universal(runs.load(self.run_id))  # a re-plan while waiting changed its layout
         if not claim.holds(self.jobs, run.ckpt_path, self.run_id):
             held = claim.current(self.jobs, run.ckpt_path)
             return self._end(
@@ -487,8 +496,15 @@ class Supervisor:
         return f": {nodes.deaths_text(since)}" if since else ""
 
     def _wait_capacity(self, run: Run) -> bool:
+        """Until the alive nodes have the GPUs the run needs. After `supervise.node_wait`
+        seconds short, the run is re-planned onto the nodes that are left (when a layout its
+        checkpoint allows fits there); until then, or when none does, it waits, saying why."""
         deadline = time.monotonic() + self.capacity_wait
         told = False
+        node_wait = _node_wait(run)
+        short_since: float | None = None
+        refused = ""
+        next_try = 0.0
         while True:
             try:
                 have = snapshot.alive_gpus(self.dashboard)
@@ -498,11 +514,183 @@ class Supervisor:
             if have >= run.gpus_required:
                 return True
             if not told and have >= 0:
-                self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}")
+                after = f"; re-planning onto the nodes left after {node_wait:g}s" if node_wait > 0 else ""
+                self.say(
+                    f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}{after}"
+                )
                 told = True
+            if have >= 0 and node_wait > 0:
+                short_since = self.clock() if short_since is None else short_since
+                if self.clock() - short_since >= node_wait and self.clock() >= next_try:
+                    next_try = self.clock() + REPLAN_EVERY  # a refused re-plan is tried again a while later
+                    try:
+                        outcome = self._replan(run)
+                    except ClusterError as exc:
+                        outcome = f"the cluster did not answer ({exc.message})"
+                    if isinstance(outcome, Run):
+                        return True
+                    if outcome != refused:
+                        self.say(f"not re-planning {self.run_id}: {outcome}; waiting for the GPUs to return")
+                        refused = outcome
             if time.monotonic() > deadline or self._stopped(run):
                 return False
             self.sleep(run.poll)
+
+    # ------------------------------------------------------------------ re-planning
+    def _live(self) -> list[Any]:
+        if self.live_nodes is not None:
+            return self.live_nodes()
+        return snapshot.read(self.dashboard, memory=False).free_nodes()
+
+    def _replan(self, run: Run) -> Run | str:
+        """Re-plan the run onto the live nodes (fit/replan.py), converting its checkpoint to a
+        universal one first when a DP size changes; record the plan revision. -> the run as
+        re-planned, or why not."""
+        from rlhf_launch.fit import replan as fit
+
+        launch = replanned_launch(run, run.config)
+        facts = checkpoint_facts(run, launch)
+        plan = fit.replan(launch.cfg, self._live(), facts, version=run.openrlhf_version)
+        if isinstance(plan, fit.Refusal):
+            return plan.reason
+        new = replanned_launch(run, apply_overrides(run.config, list(plan.overrides)))
+        from_step = (run.progress or {}).get("step")
+        if plan.convert:
+            converted = self._convert(run, list(plan.convert))
+            if isinstance(converted, str):
+                return converted
+            from_step = converted if converted is not None else from_step
+        lost = self._deaths(run).removeprefix(": ")
+        rev = fit.revision(plan, len(run.revisions) + 1, reason="node lost", lost=lost, at=time.time(), from_step=from_step)
+        shown = rev.as_json()
+
+        def change(record: Run) -> None:
+            adopt_layout(record, new)
+            record.revisions.append(shown)
+
+        run = runs.update(self.run_id, change)
+        self.report(run, rev.text(), revision=shown)
+        return run
+
+    def _settle_universal(self, run: Run) -> Run:
+        """A re-plan that converted the checkpoint turned on the universal load; once the run
+        has saved a newer step (at its new DP size) that load would go back to the converted
+        one (DeepSpeed reads `latest_universal`), so it is turned off again."""
+        converted = next((r for r in reversed(run.revisions) if r.get("convert")), None)
+        if converted is None or not (run.config.get("checkpoint") or {}).get("universal"):
+            return run
+        try:
+            latest = (self.latest_step or self._latest_by_probe)(run)
+        except ClusterError as exc:
+            self.say(f"could not list {run.ckpt_path} ({exc.message}): loading the converted checkpoint")
+            return run
+        since = converted.get("from_step")
+        if latest is None or since is None or latest <= since:
+            return run
+        data = json.loads(json.dumps(run.config))
+        data.setdefault("checkpoint", {})["universal"] = False
+        new = replanned_launch(run, data)
+        self.say(f"the run saved step {latest} since its checkpoint of step {since} was converted: loading it as saved (no universal load)")
+        return runs.update(self.run_id, lambda record: adopt_layout(record, new))
+
+    def _latest_by_probe(self, run: Run) -> int | None:
+        from rlhf_launch.runs import checkpoints
+
+        state, _ = checkpoints.discover(self.jobs, run.ckpt_path)
+        return state.latest_step
+
+    def _convert_by_probe(self, run: Run, roles: list[str], bound: float) -> dict[str, Any]:
+        """cluster/probes/universal.py as a Ray job: the conversion runs as a task on a node
+        that mounts ckpt_path; its progress lines come back with the result."""
+        from rlhf_launch.cluster import probe
+
+        argument = json.dumps({"path": run.ckpt_path, "roles": roles, "deadline": bound})
+        ran = probe.run(self.jobs, "universal.py", argument, bound + 120, "convert")
+        result: dict[str, Any] = dict(ran.result) if isinstance(ran.result, dict) else {}
+        result["progress"] = [line.split("RLHF_LAUNCH_CONVERT ", 1)[1] for line in ran.logs.splitlines() if "RLHF_LAUNCH_CONVERT " in line]
+        if not ran.result:
+            why = "it timed out" if ran.timed_out else f"it ended {ran.status}"
+            result.setdefault("errors", []).append(f"the conversion job {ran.job_id} gave no result ({why})")
+        return result
+
+    def _convert(self, run: Run, roles: list[str]) -> int | None | str:
+        """Make the latest checkpoint of `roles` universal. -> its step (None: unknown), or why not."""
+        bound = _convert_wait(run)
+        self.say(f"converting the latest checkpoint of {', '.join(roles)} in {run.ckpt_path} to a universal one (up to {bound:g}s)")
+        started = time.monotonic()
+        try:
+            result = (self.converter or self._convert_by_probe)(run, roles, bound)
+        except ClusterError as exc:
+            return f"the checkpoint conversion did not complete ({exc.message})"
+        for line in result.get("progress", []):
+            self.say(f"conversion: {line}")
+        if result.get("errors"):
+            return "the checkpoint conversion failed: " + "; ".join(result["errors"])
+        done = result.get("roles") or {}
+        if set(done) != set(roles):
+            return f"the checkpoint conversion converted {sorted(done)} of {roles}"
+        self.say(
+            f"converted in {time.monotonic() - started:.1f}s on {result.get('node') or 'the cluster'}: "
+            + ", ".join(f"_{role}/{info['tag']} -> {info['universal']}" for role, info in done.items())
+        )
+        steps = {checkpoints_step(str(info.get("tag"))) for info in done.values()}
+        return steps.pop() if len(steps) == 1 else None
+
+
+REPLAN_EVERY = 60.0  # seconds between re-plans while none fits (each searches the layouts; a conversion runs a job)
+CONVERT_WAIT = 7200.0  # seconds a checkpoint conversion may take (IO-bound: a 70B actor with Adam writes ~0.84 TB)
+
+
+def _supervise_key(run: Run, key: str, default: Any) -> Any:
+    section = (run.config.get("supervise") or {}) if isinstance(run.config, dict) else {}
+    value = section.get(key)
+    return default if value is None else value
+
+
+def _node_wait(run: Run) -> float:
+    """supervise.node_wait of the run (a record from before the key: never re-plan)."""
+    return float(_supervise_key(run, "node_wait", 0.0))
+
+
+def _convert_wait(run: Run) -> float:
+    return float(_supervise_key(run, "convert_wait", CONVERT_WAIT))
+
+
+def checkpoints_step(tag: str) -> int | None:
+    from rlhf_launch.runs.checkpoints import _step
+
+    return _step(tag)
+
+
+def replanned_launch(run: Run, config: dict[str, Any]) -> Any:
+    """The run's launch for `config`, rendered as its argv was: W&B on when it was (the key
+    itself is in the attempts' runtime_env, not here)."""
+    from rlhf_launch.core.config import validate
+    from rlhf_launch.core.launch import prepare
+    from rlhf_launch.openrlhf import dialect
+
+    environ = {"WANDB_API_KEY": "x"} if dialect.WANDB_PLACEHOLDER in run.argv else {}
+    return prepare(validate(config, source=f"run {run.run_id}"), version=run.openrlhf_version, environ=environ)
+
+
+def checkpoint_facts(run: Run, launch: Any) -> Any:
+    """What the run's checkpoint pins: the DP sizes of the layout its last attempt trained
+    with, unless that attempt loads a universal checkpoint (which loads at any DP size)."""
+    from rlhf_launch.fit import replan as fit
+
+    if launch.cfg.checkpoint.universal:
+        return fit.CheckpointFacts(None, None)
+    return fit.facts_of(launch, (run.progress or {}).get("step"))
+
+
+def adopt_layout(record: Run, launch: Any) -> None:
+    """Make `launch` the run's layout: its config, argv (without the load flag), GPUs."""
+    from rlhf_launch.runs import lifecycle as life
+
+    record.config = life.config_dict(launch.cfg)
+    record.argv = list(launch.argv)
+    record.gpus_required = launch.plan.gpus_required
+    record.nodes = launch.plan.cluster_nodes
 
 
 ENTRYPOINT = "python3 -m rlhf_launch supervise {run_id} --in-job"
