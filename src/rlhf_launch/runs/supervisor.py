@@ -39,9 +39,8 @@ from rlhf_launch.cluster import snapshot, state
 from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.core import nodes
-from rlhf_launch.core.config import apply_overrides
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
-from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, retry
+from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, replanning, retry
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -501,7 +500,7 @@ class Supervisor:
         checkpoint allows fits there); until then, or when none does, it waits, saying why."""
         deadline = time.monotonic() + self.capacity_wait
         told = False
-        node_wait = _node_wait(run)
+        node_wait = replanning.node_wait(run)
         short_since: float | None = None
         refused = ""
         next_try = 0.0
@@ -548,15 +547,16 @@ class Supervisor:
         re-planned, or why not."""
         from rlhf_launch.fit import replan as fit
 
-        launch = replanned_launch(run, run.config)
-        facts = checkpoint_facts(run, launch)
+        launch = replanning.replanned_launch(run, run.config)
+        facts = replanning.checkpoint_facts(run, launch)
         plan = fit.replan(launch.cfg, self._live(), facts, version=run.openrlhf_version)
         if isinstance(plan, fit.Refusal):
             return plan.reason
-        new = replanned_launch(run, apply_overrides(run.config, list(plan.overrides)))
+        new = replanning.replanned_launch(run, replanning.apply_overrides(run.config, list(plan.overrides)))
         from_step = (run.progress or {}).get("step")
         if plan.convert:
-            converted = self._convert(run, list(plan.convert))
+            converter = self.converter or (lambda r, roles, b: replanning.convert_by_probe(self.jobs, r, roles, b))
+            converted = replanning.convert(run, list(plan.convert), converter, self.say)
             if isinstance(converted, str):
                 return converted
             from_step = converted if converted is not None else from_step
@@ -565,7 +565,7 @@ class Supervisor:
         shown = rev.as_json()
 
         def change(record: Run) -> None:
-            adopt_layout(record, new)
+            replanning.adopt_layout(record, new)
             record.revisions.append(shown)
 
         run = runs.update(self.run_id, change)
@@ -589,9 +589,9 @@ class Supervisor:
             return run
         data = json.loads(json.dumps(run.config))
         data.setdefault("checkpoint", {})["universal"] = False
-        new = replanned_launch(run, data)
+        new = replanning.replanned_launch(run, data)
         self.say(f"the run saved step {latest} since its checkpoint of step {since} was converted: loading it as saved (no universal load)")
-        return runs.update(self.run_id, lambda record: adopt_layout(record, new))
+        return runs.update(self.run_id, lambda record: replanning.adopt_layout(record, new))
 
     def _latest_by_probe(self, run: Run) -> int | None:
         from rlhf_launch.runs import checkpoints
@@ -599,98 +599,8 @@ class Supervisor:
         state, _ = checkpoints.discover(self.jobs, run.ckpt_path)
         return state.latest_step
 
-    def _convert_by_probe(self, run: Run, roles: list[str], bound: float) -> dict[str, Any]:
-        """cluster/probes/universal.py as a Ray job: the conversion runs as a task on a node
-        that mounts ckpt_path; its progress lines come back with the result."""
-        from rlhf_launch.cluster import probe
-
-        argument = json.dumps({"path": run.ckpt_path, "roles": roles, "deadline": bound})
-        ran = probe.run(self.jobs, "universal.py", argument, bound + 120, "convert")
-        result: dict[str, Any] = dict(ran.result) if isinstance(ran.result, dict) else {}
-        result["progress"] = [line.split("RLHF_LAUNCH_CONVERT ", 1)[1] for line in ran.logs.splitlines() if "RLHF_LAUNCH_CONVERT " in line]
-        if not ran.result:
-            why = "it timed out" if ran.timed_out else f"it ended {ran.status}"
-            result.setdefault("errors", []).append(f"the conversion job {ran.job_id} gave no result ({why})")
-        return result
-
-    def _convert(self, run: Run, roles: list[str]) -> int | None | str:
-        """Make the latest checkpoint of `roles` universal. -> its step (None: unknown), or why not."""
-        bound = _convert_wait(run)
-        self.say(f"converting the latest checkpoint of {', '.join(roles)} in {run.ckpt_path} to a universal one (up to {bound:g}s)")
-        started = time.monotonic()
-        try:
-            result = (self.converter or self._convert_by_probe)(run, roles, bound)
-        except ClusterError as exc:
-            return f"the checkpoint conversion did not complete ({exc.message})"
-        for line in result.get("progress", []):
-            self.say(f"conversion: {line}")
-        if result.get("errors"):
-            return "the checkpoint conversion failed: " + "; ".join(result["errors"])
-        done = result.get("roles") or {}
-        if set(done) != set(roles):
-            return f"the checkpoint conversion converted {sorted(done)} of {roles}"
-        self.say(
-            f"converted in {time.monotonic() - started:.1f}s on {result.get('node') or 'the cluster'}: "
-            + ", ".join(f"_{role}/{info['tag']} -> {info['universal']}" for role, info in done.items())
-        )
-        steps = {checkpoints_step(str(info.get("tag"))) for info in done.values()}
-        return steps.pop() if len(steps) == 1 else None
-
 
 REPLAN_EVERY = 60.0  # seconds between re-plans while none fits (each searches the layouts; a conversion runs a job)
-CONVERT_WAIT = 7200.0  # seconds a checkpoint conversion may take (IO-bound: a 70B actor with Adam writes ~0.84 TB)
-
-
-def _supervise_key(run: Run, key: str, default: Any) -> Any:
-    section = (run.config.get("supervise") or {}) if isinstance(run.config, dict) else {}
-    value = section.get(key)
-    return default if value is None else value
-
-
-def _node_wait(run: Run) -> float:
-    """supervise.node_wait of the run (a record from before the key: never re-plan)."""
-    return float(_supervise_key(run, "node_wait", 0.0))
-
-
-def _convert_wait(run: Run) -> float:
-    return float(_supervise_key(run, "convert_wait", CONVERT_WAIT))
-
-
-def checkpoints_step(tag: str) -> int | None:
-    from rlhf_launch.runs.checkpoints import _step
-
-    return _step(tag)
-
-
-def replanned_launch(run: Run, config: dict[str, Any]) -> Any:
-    """The run's launch for `config`, rendered as its argv was: W&B on when it was (the key
-    itself is in the attempts' runtime_env, not here)."""
-    from rlhf_launch.core.config import validate
-    from rlhf_launch.core.launch import prepare
-    from rlhf_launch.openrlhf import dialect
-
-    environ = {"WANDB_API_KEY": "x"} if dialect.WANDB_PLACEHOLDER in run.argv else {}
-    return prepare(validate(config, source=f"run {run.run_id}"), version=run.openrlhf_version, environ=environ)
-
-
-def checkpoint_facts(run: Run, launch: Any) -> Any:
-    """What the run's checkpoint pins: the DP sizes of the layout its last attempt trained
-    with, unless that attempt loads a universal checkpoint (which loads at any DP size)."""
-    from rlhf_launch.fit import replan as fit
-
-    if launch.cfg.checkpoint.universal:
-        return fit.CheckpointFacts(None, None)
-    return fit.facts_of(launch, (run.progress or {}).get("step"))
-
-
-def adopt_layout(record: Run, launch: Any) -> None:
-    """Make `launch` the run's layout: its config, argv (without the load flag), GPUs."""
-    from rlhf_launch.runs import lifecycle as life
-
-    record.config = life.config_dict(launch.cfg)
-    record.argv = list(launch.argv)
-    record.gpus_required = launch.plan.gpus_required
-    record.nodes = launch.plan.cluster_nodes
 
 
 ENTRYPOINT = "python3 -m rlhf_launch supervise {run_id} --in-job"
