@@ -101,3 +101,27 @@ def test_nodes_beyond_the_live_ones_is_a_user_error(home, capsys, monkeypatch):
     jobs, run = failed_run(monkeypatch, [NodeFree("n1", "10.0.0.1", 6.0)])
     code, out, err = cli(capsys, "resume", run.run_id, "--nodes", "2", "--dry-run")
     assert code == 2 and "--nodes 2: the cluster has 1 alive node(s) with free GPUs" in err
+
+
+def test_runs_and_watch_say_which_node_was_lost_and_how_the_layout_changed(home, monkeypatch):
+    from rlhf_launch.cli import report
+    from rlhf_launch.runs.overview import row
+
+    jobs, run = failed_run(monkeypatch, [NodeFree("n1", "10.0.0.1", 6.0)])
+    rev = {
+        "number": 1,
+        "at": 0.0,
+        "reason": "node lost",
+        "lost": "node 10.0.0.4 (id 3f2a1b2c, 2 GPUs) died 12:03:41",
+        "old": "actor+ref 2 + critic+reward 2 + vLLM 4x1",
+        "new": "actor+ref 2 + critic+reward 2 + vLLM 2x1",
+        "old_gpus": 8,
+        "new_gpus": 6,
+        "old_step_s": 10.0,
+        "new_step_s": 13.0,
+        "summary": "vLLM 4x1 -> 2x1 on 6 GPUs; step time +30% by estimate",
+    }
+    record = runs.update(run.run_id, lambda r: r.revisions.append(rev))
+    line = report.run_line(record)
+    assert "plan revision 1 (node lost" in line and "node 10.0.0.4" in line and "vLLM 4x1 -> 2x1 on 6 GPUs; step time +30%" in line
+    assert "vLLM 4x1 -> 2x1" in row(record, True)["revision"]

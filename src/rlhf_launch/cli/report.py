@@ -386,6 +386,7 @@ def runs_text(overview: Overview) -> str:
             table.append([r["run_id"], status, str(r["attempts"]), progress_text(r), r["auto_resume"] or "-", r["job_id"] or "-"])
         lines += _table(table, indent="")
         lines += [f"{r['run_id']}: {r['waiting']}" for r in overview.rows if r.get("waiting")]
+        lines += [f"{r['run_id']}: {r['revision']}" for r in overview.rows if r.get("revision")]
         lines += not_live_lines(overview)
     else:
         lines.append("no runs yet")
@@ -422,6 +423,10 @@ def run_line(run: Run) -> str:
     from rlhf_launch.runs.overview import row
 
     text = f"{run.run_id}: {run.status} (attempt {len(run.attempts)}; {progress_text(row(run, True))})"
+    if run.revisions:
+        from rlhf_launch.runs.overview import revision_text
+
+        text += "\n" + revision_text(run.revisions[-1])
     if run.diagnosis and failing_now(run):
         return text + "\n" + diagnosis_text(run.diagnosis)
     past = history_text(run)

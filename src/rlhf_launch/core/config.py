@@ -345,8 +345,6 @@ class SuperviseSection(_Section):
     # Seconds a conversion of the checkpoint to a universal one may take (a re-plan that
     # changes the actor's or critic's DP size needs one; a 70B actor with Adam writes ~0.84 TB).
     convert_wait: float = Field(7200.0, gt=0)
-    # When the lost capacity returns, go back to the run's own layout at the next checkpoint.
-    grow: bool = True
 
     @field_validator("deadlines")
     @classmethod
