@@ -207,3 +207,20 @@ def test_a_failed_conversion_submits_nothing_and_says_why(home, jobs, monkeypatc
     assert jobs.submitted() == [run.current.job_id]
     assert any("conversion failed" in line and "No space left" in line for line in said)
     assert runs.load(run.run_id).revisions == []
+
+
+def test_another_machine_learns_the_new_layout_from_the_attempt_it_adopts(home, jobs, monkeypatch):
+    from rlhf_launch.runs import lifecycle, remote
+
+    run = lost_node_run(jobs, node_wait=100)
+    before = runs.load(run.run_id)
+    final, _, _ = supervise(
+        jobs, run.run_id, monkeypatch, live=[NodeFree("n1", "10.0.0.1", 6.0)], polls=40, on_tick=succeed(jobs, run.run_id, 2)
+    )
+    assert final is RunStatus.SUCCEEDED
+    # this machine's record as it was before the re-plan (the supervisor wrote its own on the cluster)
+    for observe in (lambda r: lifecycle.observe(r, jobs), lambda r: remote.sync_run(r.run_id, jobs.list(), jobs)):
+        runs.save(before)
+        seen = observe(runs.load(run.run_id))
+        assert len(seen.revisions) == 1 and seen.gpus_required == 6
+        assert seen.config["placement"]["vllm"]["engines"] == 2

@@ -21,7 +21,7 @@ from rlhf_launch.core.launch import Launch, prepare
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, JobExists, JobNotFound, UserError
 from rlhf_launch.openrlhf import dialect, flagset
-from rlhf_launch.runs import jobmeta
+from rlhf_launch.runs import jobmeta, replanning
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -296,6 +296,8 @@ def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
                 current.ended = ended if ended is not None else time.time()
         known = {a.job_id for a in record.attempts}
         adopted = [_adopt(record, info) for info in newer if info.job_id not in known]
+        for info in newer:  # a re-plan elsewhere (the supervisor): its layout and revisions travel with the attempt
+            replanning.adopt_revisions(record, info.metadata)
         record.attempts += adopted
         if any(a.reason in ("submit", "resume") for a in adopted):
             record.stopped_by_user = False  # a user resumed it since (from another machine)

@@ -117,3 +117,20 @@ def convert(run: Run, roles: list[str], converter: Converter, say: Callable[[str
     )
     steps = {tag_step(str(info.get("tag"))) for info in done.values()}
     return steps.pop() if len(steps) == 1 else None
+
+
+def adopt_revisions(run: Run, meta: dict[str, str]) -> bool:
+    """A trainer job submitted after a re-plan (by the supervisor, on the cluster) carries the
+    run's record as it was then: take its layout and plan revisions when it knows more of
+    them than `run`. -> whether `run` changed."""
+    from rlhf_launch.runs import jobmeta
+
+    raw = meta.get("rlhf_launch_record")
+    if not raw or '"revisions"' not in raw:
+        return False
+    theirs = jobmeta.run_from_metadata(meta, run.address)
+    if theirs is None or len(theirs.revisions) <= len(run.revisions):
+        return False
+    run.config, run.argv, run.gpus_required, run.nodes = theirs.config, theirs.argv, theirs.gpus_required, theirs.nodes
+    run.revisions = list(theirs.revisions)
+    return True

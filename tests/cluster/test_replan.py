@@ -1,0 +1,113 @@
+"""A node is lost and does not come back: after supervise.node_wait the supervisor re-plans the
+run onto the GPUs that are left and it ends SUCCEEDED (a real local Ray cluster, the stand-in
+trainer: its placement groups in OpenRLHF's order, a holder actor per node, DeepSpeed's DP
+check on load)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from support.jobs import attempts_seen, record, standin, submit, wait_run
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture()
+def two_workers(tmp_path):
+    """A head without GPUs and two workers of 6 GPUs each (127.0.0.3 and .4)."""
+    from support.ray_cluster import LocalCluster
+
+    local = LocalCluster(tmp_path / "cluster", workers=0, gpus=0)
+    (tmp_path / "cluster").mkdir()
+    try:
+        local.start()
+        for i in range(2):
+            local.add_worker(gpus=6)
+            local.wait_nodes(2 + i)
+        yield local
+    finally:
+        local.stop()
+
+
+def kill_node(local, worker: int) -> None:
+    """SIGKILL every process of one node (its `join`, raylet, agents, workers)."""
+    from support.ray_cluster import descendants
+
+    proc = local.worker_procs[worker]
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def node_of_group(local, bundles: int) -> set[str]:
+    """The node ids holding the placement group of `bundles` bundles."""
+    found = set()
+    for pg in local.placement_groups():
+        if len(pg.get("bundles", [])) == bundles and pg.get("state") == "CREATED":
+            found |= {b.get("node_id") for b in pg["bundles"]}
+    return found
+
+
+def worker_index(local, node_id: str) -> int:
+    ip = next(n["node_ip"] for n in local.alive_nodes() if n["node_id"] == node_id)
+    return int(ip.rsplit(".", 1)[1]) - 3
+
+
+def test_a_lost_vllm_node_resumes_with_fewer_engines_after_node_wait(two_workers, tmp_path):
+    local = two_workers
+    env = {
+        "RAY_AUTH_TOKEN_PATH": str(local.token_file),
+        "RAY_API_SERVER_ADDRESS": local.address,
+        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
+    }
+    ckpt = tmp_path / "ckpt"
+    out = submit(
+        env,
+        *standin(ckpt, steps=24, step_seconds=0.5),
+        "cluster.nodes=2",
+        "cluster.gpus_per_node=6",
+        "supervise.node_wait=5",
+        "runtime_env.env_vars.STANDIN_WATCH_NODES='1'",
+        "runtime_env.env_vars.STANDIN_PLACEMENT_TIMEOUT='600'",
+        extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1"),
+    )
+    run_id = out["run_id"]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not (ckpt / "_actor" / "latest").exists():
+        time.sleep(0.5)
+    assert (ckpt / "_actor" / "latest").exists(), local.logs()
+    # actor+ref 2, vLLM 4x1, critic+reward 2: the engines' group fills the other worker
+    vllm_nodes, actor_nodes = node_of_group(local, 4), node_of_group(local, 2)
+    assert len(vllm_nodes) == 1 and not (vllm_nodes & actor_nodes), (vllm_nodes, actor_nodes)
+    lost = worker_index(local, vllm_nodes.pop())
+    killed_at = time.time()
+    kill_node(local, lost)
+    row = wait_run(env, run_id, ("SUCCEEDED", "GAVE_UP", "FAILED"), timeout=420)
+    jobs = local.jobs()
+    log = jobs.logs(f"{run_id}-supervisor-1")
+    assert row["status"] == "SUCCEEDED", log[-4000:]
+    assert "re-planning onto the nodes left after 5s" in log
+    rec = record(env, run_id)
+    (rev,) = rec["revisions"]
+    assert rev["reason"] == "node lost" and rev["old_gpus"] == 8 and rev["new_gpus"] == 6 and rev["convert"] == []
+    assert rev["summary"].startswith("vLLM 4x1 -> 2x1 on 6 GPUs"), rev
+    assert f"127.0.0.{3 + lost}" in rev["lost"]
+    assert rev["at"] - killed_at >= 5  # not before node_wait
+    seen = attempts_seen(ckpt)
+    last = seen[-1]
+    assert last["gpus"] == 6 and last["nodes"] == 1 and last["actor_dp"] == 2 and not last["universal"]
+    argv = last["argv"]
+    assert argv[argv.index("--vllm.num_engines") + 1] == "2" and "--ckpt.load_enable" in argv
+    # every saved step written once, none lost beyond the last checkpoint
+    saves = [json.loads(line) for line in (ckpt / ".standin_saves.jsonl").read_text().splitlines()]
+    steps = [s["step"] for s in saves]
+    assert sorted(set(steps)) == list(range(2, 25, 2)) and len(steps) == len(set(steps))
+    assert last["start_step"] == max(s["step"] for s in saves if s["time"] < rev["at"])
+    statuses = [a["status"] for a in rec["attempts"]]
+    assert statuses[0] == "FAILED" and statuses[-1] == "SUCCEEDED"
