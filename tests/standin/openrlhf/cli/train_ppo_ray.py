@@ -207,6 +207,7 @@ with open(os.path.join(ckpt, ".standin.jsonl"), "a") as record:
                 "wandb_flag": arg("logger.wandb.key", "use_wandb"),
                 "gpus": gpus,
                 "actor_dp": size("actor"),
+                "time": time.time(),  # placed and loaded: training starts
                 "universal": bool(universal),
                 "nodes": len(seen_nodes),
                 "per_group": per_group,
