@@ -56,8 +56,7 @@ def lost_node_run(jobs: FakeJobs, node_wait: float = 600.0):
 
 
 def supervise(jobs, run_id, monkeypatch, *, live, polls, on_tick=lambda n: None, converter=None, latest_step=None):
-    gpus = sum(n.gpus for n in live)
-    monkeypatch.setattr(supervisor.snapshot, "alive_gpus", lambda *a, **k: gpus)
+    monkeypatch.setattr(supervisor.snapshot, "alive_gpus", lambda *a, **k: sum(n.gpus for n in live))
     monkeypatch.setattr(supervisor.gone, "wait_gone", lambda *a, **k: [])
     now = [1000.0]
     count = [0]
@@ -224,3 +223,79 @@ def test_another_machine_learns_the_new_layout_from_the_attempt_it_adopts(home, 
         seen = observe(runs.load(run.run_id))
         assert len(seen.revisions) == 1 and seen.gpus_required == 6
         assert seen.config["placement"]["vllm"]["engines"] == 2
+
+
+def step_lines(first: int, last: int) -> str:
+    return "".join(f"\u2728 Global step {i}: {{'policy_loss': 0.01, 'reward': 0.5}}\n" for i in range(first, last + 1))
+
+
+def test_the_run_grows_back_to_its_own_layout_at_the_next_save_once_the_node_returns(home, jobs, monkeypatch):
+    from dataclasses import replace
+
+    run = lost_node_run(jobs, node_wait=100)
+    runs.update(run.run_id, lambda r: r.config["checkpoint"].update({"save_steps": 2}))
+    monkeypatch.setattr(supervisor.state, "driver_log_tail", lambda _d, job_id, _n, _l: jobs.driver_logs.get(job_id, ""))
+    live = [NodeFree("n1", "10.0.0.1", 6.0)]
+    saved = [10]
+    progress = {"step": 10}
+
+    def tick(n):
+        second, third = (jobmeta.attempt_job_id(run.run_id, k) for k in (2, 3))
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.PENDING:
+            jobs.jobs[second] = replace(jobs.jobs[second], status=JobStatus.RUNNING, driver_node_id="n1")
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.RUNNING and third not in jobs.jobs:
+            progress["step"] += 1
+            jobs.driver_logs[second] = step_lines(11, progress["step"])
+            if progress["step"] % 2 == 0:
+                saved[0] = progress["step"]
+            if progress["step"] == 13:
+                live.append(NodeFree("n2", "10.0.0.2", 2.0))  # the node is back
+        if third in jobs.jobs and jobs.jobs[third].status is JobStatus.PENDING:
+            jobs.set(third, JobStatus.SUCCEEDED)
+
+    final, said, _ = supervise(jobs, run.run_id, monkeypatch, live=live, polls=120, on_tick=tick, latest_step=lambda record: saved[0])
+    assert final is RunStatus.SUCCEEDED, said[-10:]
+    record = runs.load(run.run_id)
+    assert [r["reason"] for r in record.revisions] == ["node lost", "grow"]
+    grow = record.revisions[-1]
+    assert grow["new_gpus"] == 8 and grow["summary"].startswith("vLLM 2x1 -> 4x1 on 8 GPUs") and grow["convert"] == []
+    assert record.attempts[1].status.name == "SUPERSEDED" and record.attempts[1].message.startswith("grow back")
+    assert record.auto_resumes_used == 1  # growing back is not a failure
+    third = argv_of(jobs, 3, run.run_id)
+    assert flag(third, "--vllm.num_engines") == "4" and "--ckpt.load_enable" in third
+    assert any("growing back to the run's own layout at its next checkpoint save" in line for line in said)
+    assert any("saved step 14: stopping it to grow back" in line for line in said)
+
+
+def test_no_grow_stays_on_the_re_planned_layout(home, jobs, monkeypatch):
+    from dataclasses import replace
+
+    run = lost_node_run(jobs, node_wait=100)
+
+    def change(r):
+        r.config["checkpoint"]["save_steps"] = 2
+        r.config["supervise"]["grow"] = False
+
+    runs.update(run.run_id, change)
+    monkeypatch.setattr(supervisor.state, "driver_log_tail", lambda _d, job_id, _n, _l: jobs.driver_logs.get(job_id, ""))
+    live = [NodeFree("n1", "10.0.0.1", 6.0)]
+    step = [10]
+
+    def tick(n):
+        second = jobmeta.attempt_job_id(run.run_id, 2)
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.PENDING:
+            jobs.jobs[second] = replace(jobs.jobs[second], status=JobStatus.RUNNING, driver_node_id="n1")
+            live.append(NodeFree("n2", "10.0.0.2", 2.0))
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.RUNNING:
+            step[0] += 1
+            jobs.driver_logs[second] = step_lines(11, step[0])
+
+    final, said, _ = supervise(jobs, run.run_id, monkeypatch, live=live, polls=60, on_tick=tick, latest_step=lambda record: step[0])
+    assert final is None
+    assert len(trainer_jobs(jobs, run.run_id)) == 2
+    assert [r["reason"] for r in runs.load(run.run_id).revisions] == ["node lost"]
+    assert not any("grow" in line for line in said)
+
+
+def trainer_jobs(jobs, run_id):
+    return [j for j in jobs.jobs if j.startswith(run_id + "-") and j[len(run_id) + 1 :].isdigit()]

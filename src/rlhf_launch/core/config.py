@@ -345,6 +345,9 @@ class SuperviseSection(_Section):
     # Seconds a conversion of the checkpoint to a universal one may take (a re-plan that
     # changes the actor's or critic's DP size needs one; a 70B actor with Adam writes ~0.84 TB).
     convert_wait: float = Field(7200.0, gt=0)
+    # After a re-plan, go back to the run's own layout when the lost GPUs return (at the
+    # next checkpoint save, so no step is lost); `submit --no-grow` sets it false.
+    grow: bool = True
 
     @field_validator("deadlines")
     @classmethod

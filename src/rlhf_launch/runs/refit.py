@@ -96,8 +96,9 @@ def adopt(refit: Refit, jobs: Any, say: Callable[[str], None], converter: replan
     shown = rev.as_json()
 
     def change(record: Run) -> None:
+        before = record.config
         replanning.adopt_layout(record, new)
-        record.revisions.append(shown)
+        record.revisions.append({**shown, "from_config": before})
 
     return runs.update(run.run_id, change)
 

@@ -95,6 +95,7 @@ class Supervisor:
     # The run's latest checkpoint step (None: none); None here: listed by a probe job.
     latest_step: Callable[[Run], int | None] | None = None
     _short: int = 0
+    _grow_from: int | None = None  # the step at which the lost GPUs were seen back
     _last: tuple[Any, ...] = ()
     _told: set[str] = field(default_factory=set)
     _tracker: progress.Tracker | None = None
@@ -184,6 +185,7 @@ class Supervisor:
         if attempt.status.is_live():
             if not self._watch(run, attempt):
                 self._guard_placement(run, attempt)
+                self._maybe_grow(runs.load(self.run_id), attempt)
             return None
         return self._after_failure(run, attempt)
 
@@ -381,6 +383,10 @@ class Supervisor:
         if left:
             self.report(run, "not resubmitting: attempt not proven gone: " + "; ".join(line for lo in left for line in lo.describe()))
             return None
+        if attempt.status is AttemptStatus.SUPERSEDED and attempt.message.startswith(GROW):
+            grown = self._grow(run)
+            if isinstance(grown, str):
+                self.say(f"not growing back: {grown}; resuming on the current layout")
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
         run = self._settle_universal(runs.load(self.run_id))  # a re-plan while waiting changed its layout
@@ -535,6 +541,116 @@ class Supervisor:
                 return False
             self.sleep(run.poll)
 
+    # ------------------------------------------------------------------ growing back
+    def _maybe_grow(self, run: Run, attempt: Attempt) -> None:
+        """A re-planned run whose lost GPUs are back: once the running attempt has saved a
+        checkpoint since they returned, stop it (superseded, not counted) to resume on the
+        run's own layout. Nothing happens while unknown."""
+        if not run.revisions or run.revisions[-1].get("reason") != "node lost" or not replanning.supervise_key(run, "grow", True):
+            self._grow_from = None
+            return
+        original = run.revisions[0]
+        save_steps = int(((run.config.get("checkpoint") or {}).get("save_steps")) or -1)
+        if save_steps <= 0 or self._tracker is None or self._tracked != attempt.job_id:
+            return
+        try:
+            have = snapshot.alive_gpus(self.dashboard)
+        except ClusterError:
+            return
+        step = self._tracker.progress(self.clock()).step or 0
+        if have < int(original.get("old_gpus") or 0):
+            self._grow_from = None
+            return
+        if self._grow_from is None:
+            self._grow_from = step
+            self._once(
+                f"grow:{attempt.job_id}",
+                f"the lost GPUs are back ({have:g} alive): growing back to the run's own layout at its next checkpoint save",
+            )
+            return
+        target = (self._grow_from // save_steps + 1) * save_steps
+        if step < target:
+            return
+        try:
+            latest = (self.latest_step or self._latest_by_probe)(run)
+        except ClusterError:
+            return
+        if latest is None or latest < target:
+            return
+        self.say(f"attempt {attempt.number} saved step {latest}: stopping it to grow back to the run's own layout")
+        try:
+            self.jobs.stop(attempt.job_id)
+        except ClusterError:
+            return
+        self._grow_from = None
+
+        def supersede(record: Run) -> None:
+            current = record.current
+            if current is not None and current.job_id == attempt.job_id and current.status.is_live():
+                current.status, current.ended = AttemptStatus.SUPERSEDED, time.time()
+                current.message = f"{GROW}: the lost GPUs are back; saved step {latest}"
+                record.status = RunStatus.WAITING
+
+        runs.update(self.run_id, supersede)
+
+    def _grow(self, run: Run) -> Run | str:
+        """Back to the layout the run had before its first re-plan (a new plan revision),
+        converting the checkpoint when a DP size changes. -> the run, or why not."""
+        from rlhf_launch.core.placement import NodeFree, simulate
+        from rlhf_launch.fit import replan as fit
+
+        before = run.revisions[0].get("from_config") if run.revisions else None
+        if not isinstance(before, dict):
+            return "the record has no layout from before its first re-plan"
+        current = replanning.replanned_launch(run, run.config)
+        facts = replanning.checkpoint_facts(run, current)
+        data = json.loads(json.dumps(before))
+        target = replanning.replanned_launch(run, data)
+        if not target.ok:
+            return "the run's own layout is no longer valid"
+        try:
+            nodes = snapshot.read(self.dashboard, memory=False).nodes if self.live_nodes is None else None
+        except ClusterError as exc:
+            return f"the cluster did not answer ({exc.message})"
+        whole = [NodeFree(n.node_id, n.ip, n.gpus, n.cpus) for n in nodes] if nodes is not None else self._live()
+        if simulate(target.plan.groups, whole).failed is not None:
+            return "the run's own layout does not place on the alive nodes"
+        convert = [r for r in fit.TRAINED if facts.dp(r) is not None and fit.data_parallel(target, r) != facts.dp(r)]
+        from_step = (run.progress or {}).get("step")
+        if convert:
+            converter = self.converter or (lambda r, roles, b: replanning.convert_by_probe(self.jobs, r, roles, b))
+            converted = replanning.convert(run, convert, converter, self.say)
+            if isinstance(converted, str):
+                return converted
+            from_step = converted if converted is not None else from_step
+            data.setdefault("checkpoint", {})["universal"] = True
+            target = replanning.replanned_launch(run, data)
+        rev = fit.Revision(
+            number=len(run.revisions) + 1,
+            at=time.time(),
+            reason="grow",
+            lost="",
+            old=current.plan.breakdown(),
+            new=target.plan.breakdown(),
+            old_gpus=current.plan.gpus_required,
+            new_gpus=target.plan.gpus_required,
+            old_step_s=current.estimate.step_s if current.estimate else None,
+            new_step_s=target.estimate.step_s if target.estimate else None,
+            summary=fit.change_text(current, target),
+            convert=convert,
+            from_step=from_step,
+        )
+        shown = rev.as_json()
+
+        def change(record: Run) -> None:
+            previous = record.config
+            replanning.adopt_layout(record, target)
+            record.revisions.append({**shown, "from_config": previous})
+
+        run = runs.update(self.run_id, change)
+        self.report(run, rev.text(), revision=shown)
+        return run
+
     # ------------------------------------------------------------------ re-planning
     def _live(self) -> list[Any]:
         if self.live_nodes is not None:
@@ -565,8 +681,9 @@ class Supervisor:
         shown = rev.as_json()
 
         def change(record: Run) -> None:
+            before = record.config
             replanning.adopt_layout(record, new)
-            record.revisions.append(shown)
+            record.revisions.append({**shown, "from_config": before})
 
         run = runs.update(self.run_id, change)
         self.report(run, rev.text(), revision=shown)
@@ -600,6 +717,7 @@ class Supervisor:
         return state.latest_step
 
 
+GROW = "grow back"  # the message of an attempt stopped to go back to the run's own layout
 REPLAN_EVERY = 60.0  # seconds between re-plans while none fits (each searches the layouts; a conversion runs a job)
 
 
