@@ -247,3 +247,48 @@ def test_too_few_gpus_left_waits_saying_why_and_submits_nothing(uneven_workers, 
     row = wait_run(env, run_id, ("WAITING",), timeout=30)
     assert row["status"] == "WAITING"
     assert record(env, run_id)["revisions"] == []
+
+
+def test_the_run_grows_back_when_the_node_rejoins(two_workers, tmp_path):
+    local = two_workers
+    env = {
+        "RAY_AUTH_TOKEN_PATH": str(local.token_file),
+        "RAY_API_SERVER_ADDRESS": local.address,
+        "RLHF_LAUNCH_HOME": str(tmp_path / "state"),
+    }
+    ckpt = tmp_path / "ckpt"
+    out = submit(
+        env,
+        *standin(ckpt, steps=90, step_seconds=0.5),
+        "cluster.nodes=2",
+        "cluster.gpus_per_node=6",
+        "supervise.node_wait=3",
+        "runtime_env.env_vars.STANDIN_WATCH_NODES='1'",
+        "runtime_env.env_vars.STANDIN_PLACEMENT_TIMEOUT='600'",
+        extra=("--auto-resume", "2", "--backoff", "0", "--poll", "1"),
+    )
+    run_id = out["run_id"]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not (ckpt / "_actor" / "latest").exists():
+        time.sleep(0.5)
+    vllm_nodes = node_of_group(local, 4)
+    assert len(vllm_nodes) == 1
+    kill_node(local, worker_index(local, vllm_nodes.pop()))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(attempts_seen(ckpt)) < 2:
+        time.sleep(1)
+    assert len(attempts_seen(ckpt)) >= 2 and attempts_seen(ckpt)[-1]["gpus"] == 6
+    local.add_worker(gpus=6)  # the node (or a replacement) joins again
+    row = wait_run(env, run_id, ("SUCCEEDED", "GAVE_UP", "FAILED"), timeout=420)
+    log = local.jobs().logs(f"{run_id}-supervisor-1")
+    assert row["status"] == "SUCCEEDED", log[-4000:]
+    rec = record(env, run_id)
+    assert [r["reason"] for r in rec["revisions"]] == ["node lost", "grow"], log[-3000:]
+    assert rec["revisions"][-1]["new_gpus"] == 8
+    last = attempts_seen(ckpt)[-1]
+    assert last["gpus"] == 8 and last["argv"][last["argv"].index("--vllm.num_engines") + 1] == "4"
+    assert "growing back to the run's own layout at its next checkpoint save" in log
+    saves = [json.loads(line) for line in (ckpt / ".standin_saves.jsonl").read_text().splitlines()]
+    steps = [s["step"] for s in saves]
+    assert sorted(set(steps)) == list(range(2, 91, 2)) and len(steps) == len(set(steps))
+    assert [a["status"] for a in rec["attempts"]][-2:] == ["SUPERSEDED", "SUCCEEDED"]

@@ -265,6 +265,16 @@ def test_the_run_grows_back_to_its_own_layout_at_the_next_save_once_the_node_ret
     assert flag(third, "--vllm.num_engines") == "4" and "--ckpt.load_enable" in third
     assert any("growing back to the run's own layout at its next checkpoint save" in line for line in said)
     assert any("saved step 14: stopping it to grow back" in line for line in said)
+    assert jobs.jobs[jobmeta.attempt_job_id(run.run_id, 3)].metadata["rlhf_launch_reason"] == "grow"
+    # another machine sees attempt 2 only as Ray ended it: superseded by the grow, not a failure
+    from rlhf_launch.runs import remote
+
+    elsewhere = runs.load(run.run_id)
+    elsewhere.attempts = elsewhere.attempts[:1]
+    runs.save(elsewhere)
+    jobs.jobs[jobmeta.attempt_job_id(run.run_id, 2)] = replace(jobs.jobs[jobmeta.attempt_job_id(run.run_id, 2)], status=JobStatus.FAILED)
+    seen = remote.sync_run(run.run_id, jobs.list(), jobs)
+    assert [a.status.name for a in seen.attempts] == ["FAILED", "SUPERSEDED", "SUCCEEDED"]
 
 
 def test_no_grow_stays_on_the_re_planned_layout(home, jobs, monkeypatch):

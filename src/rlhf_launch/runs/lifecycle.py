@@ -198,7 +198,7 @@ def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, run
     lost, a gateway error) stays SUBMITTING, and the error is raised."""
     with runs.locked(run_id):
         run = runs.load(run_id)
-        if reason in ("auto-resume", "placement-retry") and (run.stopped_by_user or stopped_on_cluster(jobs, run)):
+        if reason in ("auto-resume", "placement-retry", "grow") and (run.stopped_by_user or stopped_on_cluster(jobs, run)):
             raise StoppedByUser(f"run {run_id} was stopped by the user; not resubmitting")
         number = next_number(run)
         job_id = jobmeta.attempt_job_id(run_id, number)
@@ -298,6 +298,7 @@ def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
         adopted = [_adopt(record, info) for info in newer if info.job_id not in known]
         for info in newer:  # a re-plan elsewhere (the supervisor): its layout and revisions travel with the attempt
             replanning.adopt_revisions(record, info.metadata)
+        replanning.mark_superseded(record)
         record.attempts += adopted
         if any(a.reason in ("submit", "resume") for a in adopted):
             record.stopped_by_user = False  # a user resumed it since (from another machine)

@@ -45,7 +45,7 @@ def config_hash(config: dict[str, Any]) -> str:
 class Attempt:
     number: int
     job_id: str
-    reason: str  # submit | resume | auto-resume | placement-retry
+    reason: str  # submit | resume | auto-resume | placement-retry | grow
     load_checkpoint: bool
     submitted: float
     status: AttemptStatus = AttemptStatus.PENDING

@@ -62,6 +62,7 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
     run.attempts = [by_number[n] for n in sorted(by_number)]
     for info in trainers:  # a re-plan on the cluster: its layout and revisions travel with the attempt
         replanning.adopt_revisions(run, info.metadata)
+    replanning.mark_superseded(run)
     latest = max(by_number, default=0)
     if latest in stops:
         run.stopped_by_user = True  # a user stopped it at its latest attempt, from whichever machine

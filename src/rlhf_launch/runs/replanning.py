@@ -134,3 +134,17 @@ def adopt_revisions(run: Run, meta: dict[str, str]) -> bool:
     run.config, run.argv, run.gpus_required, run.nodes = theirs.config, theirs.argv, theirs.gpus_required, theirs.nodes
     run.revisions = list(theirs.revisions)
     return True
+
+
+SUPERSEDING = ("placement-retry", "grow")  # the supervisor stopped the attempt before, uncounted
+
+
+def mark_superseded(run: Run) -> None:
+    """An attempt the supervisor submitted as a placement retry or to grow back follows one
+    it stopped itself (superseded, not a failure of the run): on a machine that saw that one
+    only end in Ray (STOPPED or FAILED), say so."""
+    from rlhf_launch.runs.status import AttemptStatus
+
+    for before, after in zip(run.attempts, run.attempts[1:], strict=False):
+        if after.reason in SUPERSEDING and before.status.is_terminal() and before.status is not AttemptStatus.SUCCEEDED:
+            before.status = AttemptStatus.SUPERSEDED

@@ -418,7 +418,7 @@ class Supervisor:
             new = lifecycle.submit_attempt(
                 self.jobs,
                 self.run_id,
-                "placement-retry" if free else "auto-resume",
+                ("grow" if attempt.message.startswith(GROW) else "placement-retry") if free else "auto-resume",
                 entrypoint=lifecycle.resume_entrypoint(run),
                 runtime_env=runtime_env,
                 load_checkpoint=True,
