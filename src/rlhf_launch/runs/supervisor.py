@@ -96,6 +96,7 @@ class Supervisor:
     latest_step: Callable[[Run], int | None] | None = None
     _short: int = 0
     _grow_from: int | None = None  # the step at which the lost GPUs were seen back
+    _grow_probed: int | None = None  # the step at which ckpt_path was last listed for it
     _last: tuple[Any, ...] = ()
     _told: set[str] = field(default_factory=set)
     _tracker: progress.Tracker | None = None
@@ -569,8 +570,9 @@ class Supervisor:
             )
             return
         target = (self._grow_from // save_steps + 1) * save_steps
-        if step < target:
+        if step < target or step == self._grow_probed:
             return
+        self._grow_probed = step  # one listing of ckpt_path per step seen (each is a probe job)
         try:
             latest = (self.latest_step or self._latest_by_probe)(run)
         except ClusterError:
