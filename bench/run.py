@@ -40,6 +40,10 @@ Figures and targets:
                            node against 4 nodes (1.0 = flat per node)           <= ~1.5
   doctor_4_node_cluster_s  `rlhf-launch doctor` on the local 4-node cluster, agents warm,
                            end to end (CLI start, probe job, every node)         <= 5 s
+  replan_*                 a node holding only vLLM engines is SIGKILLed and stays gone:
+                           death -> the re-planned attempt trains, split into Ray noticing,
+                           supervise.node_wait, the launcher's part (decision, proof gone,
+                           re-plan, node checks, submission) and Ray's start-up (context)
 """
 
 from __future__ import annotations
@@ -632,16 +636,113 @@ def step(part: str, failed: list[str], run: Callable[[], None]) -> None:
         failed.append(part)
 
 
+def bench_replan(reps: int, work: Path, node_wait: float = 5.0) -> None:
+    """A node holding only vLLM engines is SIGKILLed (every process of it) and does not come
+    back: from its death to the re-planned attempt's training start, split into Ray noticing
+    (the attempt FAILED), supervise.node_wait, the launcher's part (decision, proof the attempt
+    is gone, the re-plan, node checks, submission) and Ray's start-up with placement. Each rep
+    on a fresh cluster: a head without GPUs and two workers of 6 GPUs."""
+    try:
+        from support.ray_cluster import LocalCluster, descendants
+    except ImportError:
+        from ray_cluster import LocalCluster, descendants
+
+    parts: dict[str, list[float]] = {"detect": [], "launcher": [], "ray_start": [], "total": []}
+    for rep in range(reps):
+        root = work / f"replan{rep}"
+        (root / "cluster").mkdir(parents=True)
+        local = LocalCluster(root / "cluster", workers=0, gpus=0)
+        try:
+            local.start()
+            for i in range(2):
+                local.add_worker(gpus=6)
+                local.wait_nodes(2 + i)
+            env = clean_env(
+                {
+                    "RAY_AUTH_TOKEN_PATH": str(local.token_file),
+                    "RAY_API_SERVER_ADDRESS": local.address,
+                    "RLHF_LAUNCH_HOME": str(root / "state"),
+                }
+            )
+            ckpt = root / "ckpt"
+            overrides = _standin(
+                ckpt, STANDIN_STEPS="60", STANDIN_STEP_SECONDS="0.5", STANDIN_WATCH_NODES="1", STANDIN_PLACEMENT_TIMEOUT="600"
+            )
+            overrides += [
+                f"models.actor={ROOT / 'tests' / 'standin' / 'models' / 'tiny-actor'}",
+                f"models.reward={ROOT / 'tests' / 'standin' / 'models' / 'tiny-rm'}",
+                f"data.prompt_dataset={ROOT / 'tests' / 'standin' / 'data' / 'prompts.jsonl'}",
+                "cluster.nodes=2",
+                "cluster.gpus_per_node=6",
+                f"supervise.node_wait={node_wait:g}",
+            ]
+            argv = [
+                str(BIN / "rlhf-launch"),
+                "submit",
+                "tiny-1node",
+                *overrides,
+                "--auto-resume",
+                "2",
+                "--backoff",
+                "0",
+                "--poll",
+                "1",
+                "--json",
+            ]
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+            if done.returncode != 0:
+                raise SystemExit(f"bench: replan submit failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+            run_id = json.loads(done.stdout)["run_id"]
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and not (ckpt / "_actor" / "latest").exists():
+                time.sleep(0.2)
+            vllm = {b["node_id"] for pg in local.placement_groups() if len(pg.get("bundles", [])) == 4 for b in pg["bundles"]}
+            ip = next(n["node_ip"] for n in local.alive_nodes() if n["node_id"] in vllm)
+            proc = local.worker_procs[int(ip.rsplit(".", 1)[1]) - 3]
+            died = time.time()
+            for pid in [proc.pid, *descendants(proc.pid)]:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            jobs = local.jobs()
+            second = f"{run_id}-2"
+            deadline = time.monotonic() + 300
+            started = None
+            while time.monotonic() < deadline and started is None:
+                seen = [json.loads(line) for line in (ckpt / ".standin.jsonl").read_text().splitlines()]
+                started = seen[-1]["time"] if len(seen) > 1 else None
+                time.sleep(0.2)
+            if started is None:
+                raise SystemExit("bench: the re-planned attempt did not start within 300s")
+            failed, resubmitted = jobs.info(f"{run_id}-1"), jobs.info(second)
+            detected = failed.end_time or died
+            submitted = resubmitted.start_time or started
+            parts["detect"].append(detected - died)
+            parts["launcher"].append(submitted - detected - node_wait)
+            parts["ray_start"].append(started - submitted)
+            parts["total"].append(started - died)
+        finally:
+            local.stop()
+    say("replan_node_death_to_training_s", statistics.median(parts["total"]), f"s(context: node_wait {node_wait:g} s included)")
+    say("replan_ray_notices_loss_s", statistics.median(parts["detect"]), "s(context)")
+    say("replan_launcher_part_s", statistics.median(parts["launcher"]), "s(without node_wait)")
+    say("replan_launcher_part_max_s", max(parts["launcher"]), "s")
+    say("replan_ray_start_and_placement_s", statistics.median(parts["ray_start"]), "s(context)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7, help="repetitions per figure (median taken)")
     parser.add_argument(
-        "--only", default="cli,preflight,doctor,diagnose,runs,fit,doctor_cluster,submit,stop,auto_resume", help="comma-separated parts"
+        "--only",
+        default="cli,preflight,doctor,diagnose,runs,fit,doctor_cluster,submit,stop,auto_resume,replan",
+        help="comma-separated parts",
     )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     failed: list[str] = []
-    if parts & {"cli", "runs", "submit", "stop", "auto_resume", "doctor_cluster"}:
+    if parts & {"cli", "runs", "submit", "stop", "auto_resume", "doctor_cluster", "replan"}:
         compiled()
     if "cli" in parts:
         step("cli", failed, lambda: bench_cli(args.reps))
@@ -655,6 +756,9 @@ def main() -> None:
         step("runs", failed, lambda: bench_runs(args.reps))
     if "fit" in parts:
         step("fit", failed, lambda: bench_fit(args.reps))
+    if "replan" in parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            step("replan", failed, lambda: bench_replan(max(3, args.reps // 2), Path(tmp)))
     if parts & {"submit", "stop", "auto_resume", "doctor_cluster"}:
         with tempfile.TemporaryDirectory() as tmp, _Cluster(Path(tmp) / "cluster") as cluster:
             work = Path(tmp)

@@ -458,6 +458,7 @@ def runs_text(overview: Overview) -> str:
         lines += _table(table, indent="")
         lines += [f"{r['run_id']}: {timing_text(r.get('timing'))}" for r in overview.rows if timing_text(r.get("timing"))]
         lines += [f"{r['run_id']}: {r['waiting']}" for r in overview.rows if r.get("waiting")]
+        lines += [f"{r['run_id']}: {r['revision']}" for r in overview.rows if r.get("revision")]
         lines += not_live_lines(overview)
     else:
         lines.append("no runs yet")
@@ -494,6 +495,10 @@ def run_line(run: Run) -> str:
     from rlhf_launch.runs.overview import row
 
     text = f"{run.run_id}: {run.status} (attempt {len(run.attempts)}; {progress_text(row(run, True))})"
+    if run.revisions:
+        from rlhf_launch.runs.overview import revision_text
+
+        text += "\n" + revision_text(run.revisions[-1])
     if run.diagnosis and failing_now(run):
         return text + "\n" + diagnosis_text(run.diagnosis)
     past = history_text(run)

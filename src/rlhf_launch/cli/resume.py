@@ -19,10 +19,16 @@ def command(
     token_file: str | None = options.TOKEN_FILE,
     as_json: bool = options.JSON,
     skip_check: str = options.SKIP_CHECK,
+    fit: bool = typer.Option(
+        False, "--fit", help="re-plan the run onto the live cluster's GPUs first (as the supervisor does after a lost node)"
+    ),
+    nodes: int | None = typer.Option(None, "--nodes", min=1, help="with --fit: use this many of the live nodes"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="with --fit: show the old and new layout, submit nothing"),
 ) -> None:
     """Resubmit a run from its latest checkpoint, with the same arguments (after the same node checks as submit)."""
     from rlhf_launch import doctor
     from rlhf_launch.cli import report
+    from rlhf_launch.errors import UserError
     from rlhf_launch.runs import logs
     from rlhf_launch.runs import record as runs
     from rlhf_launch.runs.resume import resume
@@ -30,7 +36,32 @@ def command(
     skip = doctor.parse_skip(skip_check)
     record = runs.find(run)
     cluster = options.cluster(address, token_file, configured=record.address)
-    done = resume(record, overrides or [], cluster, force=force, allow_fresh=allow_fresh, moved=address is not None, skip_checks=skip)
+    if (nodes is not None or dry_run) and not fit:
+        fit = True  # --nodes and --dry-run only mean something with a re-plan
+    before = record
+    if fit:
+        from rlhf_launch.runs import refit
+
+        if overrides:
+            raise UserError("--fit chooses the layout itself: pass no key=value overrides with it", hint="rlhf-launch fit CONFIG")
+        planned = refit.plan(record, cluster, nodes)
+        if not as_json:
+            output.echo(refit.text(planned))
+        if not planned.ok or dry_run:
+            if as_json:
+                output.echo_json({**planned.as_json(), "dry_run": dry_run})
+            if not planned.ok:
+                output.exit_with(output.USER)
+            return
+        record = refit.adopt(planned, cluster.jobs, output.echo)
+    try:
+        done = resume(record, overrides or [], cluster, force=force, allow_fresh=allow_fresh, moved=address is not None, skip_checks=skip)
+    except BaseException:
+        if fit:
+            refit.undo(before)
+        raise
+    if fit and not done.ok:
+        refit.undo(before)
     output.echo_json(done.as_json()) if as_json else output.echo(report.resumed_text(done))
     if not done.ok:
         output.exit_with(output.USER)

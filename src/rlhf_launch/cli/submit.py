@@ -25,6 +25,9 @@ def command(
     no_retry_on: str = typer.Option("", "--no-retry-on", help="failure classes never to retry, e.g. nccl,node_lost"),
     allow_fresh: bool = typer.Option(False, "--allow-fresh", help="allow --auto-resume without checkpoints (each resume starts at step 0)"),
     skip_check: str = options.SKIP_CHECK,
+    no_grow: bool = typer.Option(
+        False, "--no-grow", help="after a re-plan onto fewer GPUs, stay there when the lost node returns (sets supervise.grow=false)"
+    ),
     move_aside: bool = typer.Option(
         False,
         "--move-checkpoints-aside",
@@ -40,6 +43,7 @@ def command(
     from rlhf_launch.runs.submit import check_policy, submit
 
     skip = doctor.parse_skip(skip_check)
+    overrides = [*(overrides or []), *(["supervise.grow=false"] if no_grow else [])]
     launch = from_config(config, overrides or [], openrlhf_version)
     if dry_run:
         try:

@@ -342,6 +342,15 @@ class SuperviseSection(_Section):
     counts as stalled (defaults scale with the model size and the node count)."""
 
     deadlines: dict[Milestone, float] = Field(default_factory=dict)
+    # After a node is lost: seconds to wait for it before re-planning the run onto the nodes
+    # that are left (fit/replan.py); 0 never re-plans (the run waits for the GPUs to return).
+    node_wait: NonNegativeFloat = 600.0
+    # Seconds a conversion of the checkpoint to a universal one may take (a re-plan that
+    # changes the actor's or critic's DP size needs one; a 70B actor with Adam writes ~0.84 TB).
+    convert_wait: float = Field(7200.0, gt=0)
+    # After a re-plan, go back to the run's own layout when the lost GPUs return (at the
+    # next checkpoint save, so no step is lost); `submit --no-grow` sets it false.
+    grow: bool = True
 
     @field_validator("deadlines")
     @classmethod

@@ -21,7 +21,7 @@ from rlhf_launch.core.launch import Launch, prepare
 from rlhf_launch.core.secrets import SECRET_ENV
 from rlhf_launch.errors import AuthRejected, ClusterError, ClusterRefused, JobExists, JobNotFound, UserError
 from rlhf_launch.openrlhf import dialect, flagset
-from rlhf_launch.runs import jobmeta
+from rlhf_launch.runs import jobmeta, replanning
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -176,7 +176,7 @@ def submit_attempt(jobs: Jobs, run_id: str, reason: str, *, entrypoint: str, run
     lost, a gateway error) stays SUBMITTING, and the error is raised."""
     with runs.locked(run_id):
         run = runs.load(run_id)
-        if reason in ("auto-resume", "placement-retry") and (run.stopped_by_user or stopped_on_cluster(jobs, run)):
+        if reason in ("auto-resume", "placement-retry", "grow") and (run.stopped_by_user or stopped_on_cluster(jobs, run)):
             raise StoppedByUser(f"run {run_id} was stopped by the user; not resubmitting")
         number = next_number(run)
         job_id = jobmeta.attempt_job_id(run_id, number)
@@ -274,6 +274,9 @@ def observe(run: Run, jobs: Jobs, *, deciding: bool = False) -> Run:
                 current.ended = ended if ended is not None else time.time()
         known = {a.job_id for a in record.attempts}
         adopted = [_adopt(record, info) for info in newer if info.job_id not in known]
+        for info in newer:  # a re-plan elsewhere (the supervisor): its layout and revisions travel with the attempt
+            replanning.adopt_revisions(record, info.metadata)
+        replanning.mark_superseded(record)
         record.attempts += adopted
         if any(a.reason in ("submit", "resume") for a in adopted):
             record.stopped_by_user = False  # a user resumed it since (from another machine)

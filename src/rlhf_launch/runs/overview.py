@@ -28,6 +28,16 @@ class Overview:
         return self.rows + [{"record": bad.path, "unreadable": bad.reason} for bad in self.unreadable]
 
 
+def revision_text(rev: dict[str, Any]) -> str:
+    """`plan revision 1 (node lost, 12:03:41): node 10.0.0.4 (...) lost; vLLM 4x1 -> 2x1 on 6 GPUs; ...`"""
+    from rlhf_launch.fit.replan import Revision
+
+    try:
+        return Revision(**{k: v for k, v in rev.items() if k in Revision.__dataclass_fields__}).text()
+    except TypeError:  # a record from another launcher version
+        return f"plan revision {rev.get('number', '?')}: {rev.get('summary', '?')}"
+
+
 def row(run: Run, live: bool) -> dict[str, Any]:
     attempt = run.current
     progress = run.progress or {}
@@ -53,6 +63,7 @@ def row(run: Run, live: bool) -> dict[str, Any]:
         "reward": progress.get("reward"),
         "kl": progress.get("kl"),
         "diagnosis": run.diagnosis,
+        "revision": revision_text(run.revisions[-1]) if run.revisions else None,  # the layout's latest re-plan
         "created": run.created,
         **({"waiting": waiting_for(run)} if run.status is RunStatus.WAITING else {}),
     }

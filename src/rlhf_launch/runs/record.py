@@ -45,7 +45,7 @@ def config_hash(config: dict[str, Any]) -> str:
 class Attempt:
     number: int
     job_id: str
-    reason: str  # submit | resume | auto-resume | placement-retry
+    reason: str  # submit | resume | auto-resume | placement-retry | grow
     load_checkpoint: bool
     submitted: float
     status: AttemptStatus = AttemptStatus.PENDING
@@ -90,6 +90,9 @@ class Run:
     supervisor_job: str | None = None  # the cluster-side supervisor's Ray job
     diagnosis: dict[str, Any] | None = None  # why the last attempt failed or stalled
     progress: dict[str, Any] | None = None  # step N of M, steps per hour, ETA, reward, KL
+    # plan revisions after lost nodes (fit/replan.py Revision.as_json), oldest first; the
+    # config, argv and gpus_required above are the latest revision's
+    revisions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def current(self) -> Attempt | None:

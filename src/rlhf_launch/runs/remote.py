@@ -13,7 +13,7 @@ from typing import Any
 from rlhf_launch.cluster import state
 from rlhf_launch.cluster.jobs import JobInfo, Jobs
 from rlhf_launch.errors import ClusterError, UserError
-from rlhf_launch.runs import jobmeta, lifecycle, supervisor
+from rlhf_launch.runs import jobmeta, lifecycle, replanning, supervisor
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -60,6 +60,9 @@ def _merge(run: Run, infos: list[JobInfo]) -> Run:
         elif not attempt.status.is_terminal() or attempt.status is AttemptStatus.LOST:
             attempt.status, attempt.ended, attempt.message = status, info.end_time, info.message[:1000]
     run.attempts = [by_number[n] for n in sorted(by_number)]
+    for info in trainers:  # a re-plan on the cluster: its layout and revisions travel with the attempt
+        replanning.adopt_revisions(run, info.metadata)
+    replanning.mark_superseded(run)
     latest = max(by_number, default=0)
     if latest in stops:
         run.stopped_by_user = True  # a user stopped it at its latest attempt, from whichever machine

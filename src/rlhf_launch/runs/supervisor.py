@@ -40,7 +40,7 @@ from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
-from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, retry
+from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, replanning, retry
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -87,7 +87,16 @@ class Supervisor:
     # The node checks themselves (launch -> doctor Report); None: doctor.examine with doctor_look.
     node_checks: Callable[[Any], Any] | None = None
     clock: Callable[[], float] = time.time
+    # How a checkpoint becomes universal before a re-plan that changes a DP size
+    # (run, roles, seconds -> the probe's result); None: a Ray job on a node that mounts it.
+    converter: Callable[[Run, list[str], float], dict[str, Any]] | None = None
+    # The live nodes a re-plan places onto; None: the dashboard's alive nodes and free GPUs.
+    live_nodes: Callable[[], list[Any]] | None = None
+    # The run's latest checkpoint step (None: none); None here: listed by a probe job.
+    latest_step: Callable[[Run], int | None] | None = None
     _short: int = 0
+    _grow_from: int | None = None  # the step at which the lost GPUs were seen back
+    _grow_probed: int | None = None  # the step at which ckpt_path was last listed for it
     _last: tuple[Any, ...] = ()
     _told: set[str] = field(default_factory=set)
     _tracker: progress.Tracker | None = None
@@ -177,6 +186,7 @@ class Supervisor:
         if attempt.status.is_live():
             if not self._watch(run, attempt):
                 self._guard_placement(run, attempt)
+                self._maybe_grow(runs.load(self.run_id), attempt)
             return None
         return self._after_failure(run, attempt)
 
@@ -374,8 +384,13 @@ class Supervisor:
         if left:
             self.report(run, "not resubmitting: attempt not proven gone: " + "; ".join(line for lo in left for line in lo.describe()))
             return None
+        if attempt.status is AttemptStatus.SUPERSEDED and attempt.message.startswith(GROW):
+            grown = self._grow(run)
+            if isinstance(grown, str):
+                self.say(f"not growing back: {grown}; resuming on the current layout")
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
+        run = self._settle_universal(runs.load(self.run_id))  # a re-plan while waiting changed its layout
         if not claim.holds(self.jobs, run.ckpt_path, self.run_id):
             held = claim.current(self.jobs, run.ckpt_path)
             return self._end(
@@ -404,7 +419,7 @@ class Supervisor:
             new = lifecycle.submit_attempt(
                 self.jobs,
                 self.run_id,
-                "placement-retry" if free else "auto-resume",
+                ("grow" if attempt.message.startswith(GROW) else "placement-retry") if free else "auto-resume",
                 entrypoint=lifecycle.resume_entrypoint(run),
                 runtime_env=runtime_env,
                 load_checkpoint=True,
@@ -512,8 +527,15 @@ class Supervisor:
         return runs.update(self.run_id, rename)
 
     def _wait_capacity(self, run: Run) -> bool:
+        """Until the alive nodes have the GPUs the run needs. After `supervise.node_wait`
+        seconds short, the run is re-planned onto the nodes that are left (when a layout its
+        checkpoint allows fits there); until then, or when none does, it waits, saying why."""
         deadline = time.monotonic() + self.capacity_wait
         told = False
+        node_wait = replanning.node_wait(run)
+        short_since: float | None = None
+        refused = ""
+        next_try = 0.0
         while True:
             try:
                 have = snapshot.alive_gpus(self.dashboard)
@@ -523,12 +545,208 @@ class Supervisor:
             if have >= run.gpus_required:
                 return True
             if not told and have >= 0:
-                self.say(f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}")
+                after = f"; re-planning onto the nodes left after {node_wait:g}s" if node_wait > 0 else ""
+                self.say(
+                    f"waiting for the cluster to have {run.gpus_required} GPUs again (alive nodes have {have:g}){self._deaths(run)}{after}"
+                )
                 told = True
             run = self._name_lost(run)
+            if have >= 0 and node_wait > 0:
+                short_since = self.clock() if short_since is None else short_since
+                if self.clock() - short_since >= node_wait and self.clock() >= next_try:
+                    next_try = self.clock() + REPLAN_EVERY  # a refused re-plan is tried again a while later
+                    try:
+                        outcome = self._replan(run)
+                    except ClusterError as exc:
+                        outcome = f"the cluster did not answer ({exc.message})"
+                    if isinstance(outcome, Run):
+                        return True
+                    if outcome != refused:
+                        self.say(f"not re-planning {self.run_id}: {outcome}; waiting for the GPUs to return")
+                        refused = outcome
             if time.monotonic() > deadline or self._stopped(run):
                 return False
             self.sleep(run.poll)
+
+    # ------------------------------------------------------------------ growing back
+    def _maybe_grow(self, run: Run, attempt: Attempt) -> None:
+        """A re-planned run whose lost GPUs are back: once the running attempt has saved a
+        checkpoint since they returned, stop it (superseded, not counted) to resume on the
+        run's own layout. Nothing happens while unknown."""
+        if not run.revisions or run.revisions[-1].get("reason") != "node lost" or not replanning.supervise_key(run, "grow", True):
+            self._grow_from = None
+            return
+        original = run.revisions[0]
+        save_steps = int(((run.config.get("checkpoint") or {}).get("save_steps")) or -1)
+        if save_steps <= 0 or self._tracker is None or self._tracked != attempt.job_id:
+            return
+        try:
+            have = snapshot.alive_gpus(self.dashboard)
+        except ClusterError:
+            return
+        step = self._tracker.progress(self.clock()).step or 0
+        if have < int(original.get("old_gpus") or 0):
+            self._grow_from = None
+            return
+        if self._grow_from is None:
+            self._grow_from = step
+            self._once(
+                f"grow:{attempt.job_id}",
+                f"the lost GPUs are back ({have:g} alive): growing back to the run's own layout at its next checkpoint save",
+            )
+            return
+        target = (self._grow_from // save_steps + 1) * save_steps
+        if step < target or step == self._grow_probed:
+            return
+        self._grow_probed = step  # one listing of ckpt_path per step seen (each is a probe job)
+        try:
+            latest = (self.latest_step or self._latest_by_probe)(run)
+        except ClusterError:
+            return
+        if latest is None or latest < target:
+            return
+        self.say(f"attempt {attempt.number} saved step {latest}: stopping it to grow back to the run's own layout")
+        try:
+            self.jobs.stop(attempt.job_id)
+        except ClusterError:
+            return
+        self._grow_from = None
+
+        def supersede(record: Run) -> None:
+            current = record.current
+            if current is not None and current.job_id == attempt.job_id and current.status.is_live():
+                current.status, current.ended = AttemptStatus.SUPERSEDED, time.time()
+                current.message = f"{GROW}: the lost GPUs are back; saved step {latest}"
+                record.status = RunStatus.WAITING
+
+        runs.update(self.run_id, supersede)
+
+    def _grow(self, run: Run) -> Run | str:
+        """Back to the layout the run had before its first re-plan (a new plan revision),
+        converting the checkpoint when a DP size changes. -> the run, or why not."""
+        from rlhf_launch.core.placement import NodeFree, simulate
+        from rlhf_launch.fit import replan as fit
+
+        before = run.revisions[0].get("from_config") if run.revisions else None
+        if not isinstance(before, dict):
+            return "the record has no layout from before its first re-plan"
+        current = replanning.replanned_launch(run, run.config)
+        facts = replanning.checkpoint_facts(run, current)
+        data = json.loads(json.dumps(before))
+        target = replanning.replanned_launch(run, data)
+        if not target.ok:
+            return "the run's own layout is no longer valid"
+        try:
+            nodes = snapshot.read(self.dashboard, memory=False).nodes if self.live_nodes is None else None
+        except ClusterError as exc:
+            return f"the cluster did not answer ({exc.message})"
+        whole = [NodeFree(n.node_id, n.ip, n.gpus, n.cpus) for n in nodes] if nodes is not None else self._live()
+        if simulate(target.plan.groups, whole).failed is not None:
+            return "the run's own layout does not place on the alive nodes"
+        convert = [r for r in fit.TRAINED if facts.dp(r) is not None and fit.data_parallel(target, r) != facts.dp(r)]
+        from_step = (run.progress or {}).get("step")
+        if convert:
+            converter = self.converter or (lambda r, roles, b: replanning.convert_by_probe(self.jobs, r, roles, b))
+            converted = replanning.convert(run, convert, converter, self.say)
+            if isinstance(converted, str):
+                return converted
+            from_step = converted if converted is not None else from_step
+            data.setdefault("checkpoint", {})["universal"] = True
+            target = replanning.replanned_launch(run, data)
+        rev = fit.Revision(
+            number=len(run.revisions) + 1,
+            at=time.time(),
+            reason="grow",
+            lost="",
+            old=current.plan.breakdown(),
+            new=target.plan.breakdown(),
+            old_gpus=current.plan.gpus_required,
+            new_gpus=target.plan.gpus_required,
+            old_step_s=current.estimate.step_s if current.estimate else None,
+            new_step_s=target.estimate.step_s if target.estimate else None,
+            summary=fit.change_text(current, target),
+            convert=convert,
+            from_step=from_step,
+        )
+        shown = rev.as_json()
+
+        def change(record: Run) -> None:
+            previous = record.config
+            replanning.adopt_layout(record, target)
+            record.revisions.append({**shown, "from_config": previous})
+
+        run = runs.update(self.run_id, change)
+        self.report(run, rev.text(), revision=shown)
+        return run
+
+    # ------------------------------------------------------------------ re-planning
+    def _live(self) -> list[Any]:
+        if self.live_nodes is not None:
+            return self.live_nodes()
+        return snapshot.read(self.dashboard, memory=False).free_nodes()
+
+    def _replan(self, run: Run) -> Run | str:
+        """Re-plan the run onto the live nodes (fit/replan.py), converting its checkpoint to a
+        universal one first when a DP size changes; record the plan revision. -> the run as
+        re-planned, or why not."""
+        from rlhf_launch.fit import replan as fit
+
+        launch = replanning.replanned_launch(run, run.config)
+        facts = replanning.checkpoint_facts(run, launch)
+        plan = fit.replan(launch.cfg, self._live(), facts, version=run.openrlhf_version)
+        if isinstance(plan, fit.Refusal):
+            return plan.reason
+        new = replanning.replanned_launch(run, replanning.apply_overrides(run.config, list(plan.overrides)))
+        from_step = (run.progress or {}).get("step")
+        if plan.convert:
+            converter = self.converter or (lambda r, roles, b: replanning.convert_by_probe(self.jobs, r, roles, b))
+            converted = replanning.convert(run, list(plan.convert), converter, self.say)
+            if isinstance(converted, str):
+                return converted
+            from_step = converted if converted is not None else from_step
+        lost = self._deaths(run).removeprefix(": ")
+        rev = fit.revision(plan, len(run.revisions) + 1, reason="node lost", lost=lost, at=time.time(), from_step=from_step)
+        shown = rev.as_json()
+
+        def change(record: Run) -> None:
+            before = record.config
+            replanning.adopt_layout(record, new)
+            record.revisions.append({**shown, "from_config": before})
+
+        run = runs.update(self.run_id, change)
+        self.report(run, rev.text(), revision=shown)
+        return run
+
+    def _settle_universal(self, run: Run) -> Run:
+        """A re-plan that converted the checkpoint turned on the universal load; once the run
+        has saved a newer step (at its new DP size) that load would go back to the converted
+        one (DeepSpeed reads `latest_universal`), so it is turned off again."""
+        converted = next((r for r in reversed(run.revisions) if r.get("convert")), None)
+        if converted is None or not (run.config.get("checkpoint") or {}).get("universal"):
+            return run
+        try:
+            latest = (self.latest_step or self._latest_by_probe)(run)
+        except ClusterError as exc:
+            self.say(f"could not list {run.ckpt_path} ({exc.message}): loading the converted checkpoint")
+            return run
+        since = converted.get("from_step")
+        if latest is None or since is None or latest <= since:
+            return run
+        data = json.loads(json.dumps(run.config))
+        data.setdefault("checkpoint", {})["universal"] = False
+        new = replanning.replanned_launch(run, data)
+        self.say(f"the run saved step {latest} since its checkpoint of step {since} was converted: loading it as saved (no universal load)")
+        return runs.update(self.run_id, lambda record: replanning.adopt_layout(record, new))
+
+    def _latest_by_probe(self, run: Run) -> int | None:
+        from rlhf_launch.runs import checkpoints
+
+        state, _ = checkpoints.discover(self.jobs, run.ckpt_path)
+        return state.latest_step
+
+
+GROW = "grow back"  # the message of an attempt stopped to go back to the run's own layout
+REPLAN_EVERY = 60.0  # seconds between re-plans while none fits (each searches the layouts; a conversion runs a job)
 
 
 ENTRYPOINT = "python3 -m rlhf_launch supervise {run_id} --in-job"

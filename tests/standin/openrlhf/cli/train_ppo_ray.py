@@ -9,6 +9,11 @@
   trainer keeps its model actors, and notices in seconds);
 - "trains" STANDIN_STEPS steps of STANDIN_STEP_SECONDS, writing OpenRLHF's checkpoint layout
   every --save_steps; with the load flag it continues from `_actor/latest`;
+- records the actor's and critic's DP size in each checkpoint and, as DeepSpeed's ZeRO loader
+  does, refuses one saved at another DP size ("The checkpoint being loaded used a DP world
+  size of X but the current world size is Y ...") unless the universal-load flag is given, in
+  which case it loads the tag `latest_universal` names (and fails, as DeepSpeed does, without
+  that file); tests/standin/deepspeed/checkpoint/ds_to_universal.py writes such tags;
 - crashes at step STANDIN_CRASH_AT_STEP, STANDIN_CRASH_TIMES times over the run (counted in
   a file under ckpt_path), to test resumes (a list `3,5,7`: the n-th crash at the n-th step), printing what a real failure of class
   STANDIN_CRASH_CLASS prints (the first excerpt of that class in tests/data/diagnose/corpus.yaml;
@@ -55,6 +60,7 @@ colocate_cr = arg("train.colocate_critic_reward", "colocate_critic_reward")
 engines = arg("vllm.num_engines", "vllm_num_engines") or 0
 tp = arg("vllm.tensor_parallel_size", "vllm_tensor_parallel_size")
 async_train = arg("train.async_enable", "async_train")
+universal = arg("ds.use_universal_ckpt", "use_ds_universal_ckpt")
 steps = int(os.environ.get("STANDIN_STEPS", "6"))
 crash_class = os.environ.get("STANDIN_CRASH_CLASS", "nccl")
 hang = os.environ.get("STANDIN_HANG", "")
@@ -173,7 +179,23 @@ if load_flag and os.path.isdir(actor_dir):
     if not os.path.isfile(latest_file):
         raise RuntimeError(f"{actor_dir} has no latest file")  # DeepSpeed finds nothing; OpenRLHF then fails
     tag = open(latest_file).read().strip()
-    start = int(tag.replace("global_step", ""))
+    roles = [("_actor", size("actor"))] + ([("_critic", size("critic"))] if critic_on else [])
+    for role, world in roles:
+        role_dir = os.path.join(ckpt, role)
+        if universal:  # DeepSpeed's engine.load_checkpoint with checkpoint.load_universal
+            pointer = os.path.join(role_dir, "latest_universal")
+            if not os.path.isfile(pointer):
+                raise ValueError(f"Invalid for universal checkpoint: {pointer} does not exist")
+            tag = open(pointer).read().strip()
+            continue
+        saved = os.path.join(role_dir, tag, "state.json")
+        dp = json.load(open(saved)).get("dp") if os.path.isfile(saved) else None
+        if dp is not None and dp != world:  # deepspeed/runtime/zero/stage_1_and_2.py and stage3.py
+            raise ValueError(
+                f"The checkpoint being loaded used a DP world size of {dp} but the current world size is {world}. "
+                "Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently supported."
+            )
+    start = int(tag.replace("global_step", "").removesuffix("_uni").split("_uni_")[0])
     print(f"resumed from {tag}", flush=True)
     print(f"checkpoint_states: {{'global_step': {start}, 'episode': 0, 'data_loader_state_dict': {{}}}}", flush=True)
 
@@ -187,6 +209,9 @@ with open(os.path.join(ckpt, ".standin.jsonl"), "a") as record:
                 "wandb_key_in_env": bool(os.environ.get("WANDB_API_KEY")),
                 "wandb_flag": arg("logger.wandb.key", "use_wandb"),
                 "gpus": gpus,
+                "actor_dp": size("actor"),
+                "time": time.time(),  # placed and loaded: training starts
+                "universal": bool(universal),
                 "nodes": len(seen_nodes),
                 "per_group": per_group,
             }
@@ -202,12 +227,12 @@ def save(step):
         role_dir = os.path.join(ckpt, role)
         os.makedirs(os.path.join(role_dir, tag), exist_ok=True)
         with open(os.path.join(role_dir, tag, "state.json"), "w") as handle:
-            json.dump({"step": step, "writer": os.environ.get("RLHF_LAUNCH_JOB", "")}, handle)
+            json.dump({"step": step, "writer": os.environ.get("RLHF_LAUNCH_JOB", ""), "dp": size(role[1:])}, handle)
         tmp = os.path.join(role_dir, ".latest.tmp")
         with open(tmp, "w") as handle:
             handle.write(tag)
         os.replace(tmp, os.path.join(role_dir, "latest"))
-        kept = sorted((e for e in os.listdir(role_dir) if e.startswith("global_step")), key=lambda e: int(e[11:]))
+        kept = sorted((e for e in os.listdir(role_dir) if e[11:].isdigit() and e.startswith("global_step")), key=lambda e: int(e[11:]))
         for old in kept[:-max_num]:
             import shutil
 
