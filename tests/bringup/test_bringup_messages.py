@@ -27,11 +27,32 @@ def test_a_second_head_names_what_runs_and_how_to_stop_it_alone(monkeypatch):
     err = bringup._head_failure(node.HeadOptions(port=6379, dashboard_port=8265), node.Started(1, ALREADY))
     assert "already runs at 127.0.0.2:6379" in err.message
     hint = err.hint or ""
-    assert "kill -TERM 4242 4343 4444" in hint  # this node alone
+    assert "kill -TERM 4242 4343 4444 (gcs_server 4242, raylet 4343, dashboard 4444)" in hint  # this node alone, each pid named
     assert "--port 6380 --dashboard-port 8266" in hint  # or other ports
     assert "rlhf-launch status --address http://127.0.0.1:8265" in hint
-    assert "would stop every Ray on this machine" in hint and "127.0.0.9" in hint  # down is not the fix
+    assert "stops every Ray on this machine" in hint and "127.0.0.9" in hint  # down is not the fix
     assert not hint.startswith("rlhf-launch down")
+
+
+def test_a_temp_dir_another_cluster_uses_is_one_message_not_rays_traceback():
+    """Ray asserts on a temp dir whose session is another cluster's (no --node-ip-address given)."""
+    output = (
+        "Traceback (most recent call last):\n  ...\nAssertionError: Session name session_2026 does not match persisted value session_2025\n"
+    )
+    err = bringup._head_failure(node.HeadOptions(port=6379, dashboard_port=8265), node.Started(1, output))
+    assert "already uses its temp dir" in err.message and "Traceback" not in err.message + (err.hint or "")
+    assert "--port 6380 --dashboard-port 8266 -- --temp-dir DIR" in (err.hint or "")
+
+
+def test_the_heads_processes_leave_out_workers_joined_from_this_machine(tmp_path):
+    def proc(pid: int, *argv: str) -> None:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes("\0".join(argv).encode() + b"\0")
+
+    proc(10, "/x/gcs_server", "--gcs_server_port=6379", "--node-ip-address=127.0.0.2")
+    proc(11, "/x/raylet", "--node_ip_address=127.0.0.2", "--gcs-address=127.0.0.2:6379")
+    proc(12, "/x/raylet", "--node_ip_address=127.0.0.3", "--gcs-address=127.0.0.2:6379")  # a worker on this machine
+    assert node.ray_processes("127.0.0.2:6379", proc=tmp_path) == {10: "gcs_server", 11: "raylet"}
 
 
 def test_quiet_keeps_rays_notes_back_but_not_its_errors():
