@@ -256,3 +256,11 @@ def test_diagnose_log_text_says_an_unknown_failure_after_progress_is_resumed_onc
     path.write_text(TRAINER_TB)
     code, out = _cli(capsys, "diagnose", "--log", str(path))
     assert "auto-resume: would stop: unknown failure before the first step" in out
+
+
+def test_a_folder_named_reward_does_not_make_a_trainer_frame_the_reward_servers():
+    from rlhf_launch.diagnose.signals import _by_path
+
+    assert _by_path("/data/reward_exp/openrlhf/trainer/ppo_trainer.py") == "trainer"
+    assert _by_path("/w/my_reward_fn.py") == "reward"
+    assert _by_path("/w/openrlhf/utils/remote_rm_utils.py") == "reward"

@@ -309,3 +309,54 @@ def test_no_grow_stays_on_the_re_planned_layout(home, jobs, monkeypatch):
 
 def trainer_jobs(jobs, run_id):
     return [j for j in jobs.jobs if j.startswith(run_id + "-") and j[len(run_id) + 1 :].isdigit()]
+
+
+def test_growing_back_after_a_dp_change_converts_again_at_the_new_save(home, jobs, monkeypatch):
+    """Review finding: a re-plan that changed the DP size turns the universal load on; growing
+    back needs a save at the reduced DP first, and that save pins the reduced DP, so the grow
+    must convert again (not resume the original layout on a checkpoint DeepSpeed refuses)."""
+    from dataclasses import replace
+
+    run = lost_node_run(jobs, node_wait=100)
+    runs.update(run.run_id, lambda r: r.config["checkpoint"].update({"save_steps": 2}))
+    monkeypatch.setattr(supervisor.state, "driver_log_tail", lambda _d, job_id, _n, _l: jobs.driver_logs.get(job_id, ""))
+    live = [NodeFree("n1", "10.0.0.1", 3.0)]  # too few GPUs to keep the actor's DP size: converted
+    saved = [10]
+    progress = {"step": 10}
+    calls = []
+
+    def converter(record, roles, bound):
+        calls.append(list(roles))
+        step = saved[0]
+        return {
+            "node": "10.0.0.1",
+            "roles": {r: {"tag": f"global_step{step}", "universal": f"global_step{step}_uni", "seconds": 1.0} for r in roles},
+            "errors": [],
+            "progress": [],
+        }
+
+    def tick(n):
+        second, third = (jobmeta.attempt_job_id(run.run_id, k) for k in (2, 3))
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.PENDING:
+            jobs.jobs[second] = replace(jobs.jobs[second], status=JobStatus.RUNNING, driver_node_id="n1")
+        if second in jobs.jobs and jobs.jobs[second].status is JobStatus.RUNNING and third not in jobs.jobs:
+            progress["step"] += 1
+            jobs.driver_logs[second] = step_lines(11, progress["step"])
+            if progress["step"] % 2 == 0:
+                saved[0] = progress["step"]
+            if progress["step"] == 13:
+                live[:] = [NodeFree("n1", "10.0.0.1", 6.0), NodeFree("n2", "10.0.0.2", 2.0)]  # the node is back
+        if third in jobs.jobs and jobs.jobs[third].status is JobStatus.PENDING:
+            jobs.set(third, JobStatus.SUCCEEDED)
+
+    final, said, _ = supervise(
+        jobs, run.run_id, monkeypatch, live=live, polls=160, on_tick=tick, converter=converter, latest_step=lambda record: saved[0]
+    )
+    assert final is RunStatus.SUCCEEDED, said[-10:]
+    record = runs.load(run.run_id)
+    assert [r["reason"] for r in record.revisions] == ["node lost", "grow"]
+    assert record.revisions[0]["convert"] == ["actor", "critic"]
+    assert record.revisions[-1]["convert"] == ["actor", "critic"], record.revisions[-1]  # DP 1 -> 2: converted again
+    assert calls == [["actor", "critic"], ["actor", "critic"]]
+    third = argv_of(jobs, 3, run.run_id)
+    assert "--ds.use_universal_ckpt" in third

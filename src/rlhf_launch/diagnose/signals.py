@@ -54,7 +54,7 @@ _NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Frame paths, innermost last: the first package among these in the traceback names the component.
 _PATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"/vllm/|/sglang/|vllm_engine\.py|vllm_worker|/rollout/")),
-    ("reward", re.compile(r"(?i)reward|remote_rm|/verifier")),
+    ("reward", re.compile(r"(?i)/[^/\s\"]*reward[^/\s\"]*\.py|remote_rm|/verifier")),  # a file's name, not any folder
     ("data", re.compile(r"/datasets/|torch/utils/data/|/dataloader|data_loader|/dataset\w*\.py|blending_datasets")),
     (
         "trainer",

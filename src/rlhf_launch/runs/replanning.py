@@ -66,6 +66,31 @@ def checkpoint_facts(run: Run, launch: Launch) -> CheckpointFacts:
     return fit.facts_of(launch, (run.progress or {}).get("step"))
 
 
+def settle_universal(run: Run, latest: Callable[[Run], int | None], say: Callable[[str], None]) -> Run:
+    """A re-plan that converted the checkpoint turned on the universal load; once the run has
+    saved a newer step (at its new DP size) that load would go back to the converted one
+    (DeepSpeed reads `latest_universal`), so it is turned off again. The supervisor and a
+    `resume` by hand both settle it before they build the next attempt."""
+    from rlhf_launch.runs import record as runs
+
+    converted = next((r for r in reversed(run.revisions) if r.get("convert")), None)
+    if converted is None or not (run.config.get("checkpoint") or {}).get("universal"):
+        return run
+    try:
+        newest = latest(run)
+    except ClusterError as exc:
+        say(f"could not list {run.ckpt_path} ({exc.message}): loading the converted checkpoint")
+        return run
+    since = converted.get("from_step")
+    if newest is None or since is None or newest <= since:
+        return run
+    data = json.loads(json.dumps(run.config))
+    data.setdefault("checkpoint", {})["universal"] = False
+    new = replanned_launch(run, data)
+    say(f"the run saved step {newest} since its checkpoint of step {since} was converted: loading it as saved (no universal load)")
+    return runs.update(run.run_id, lambda record: adopt_layout(record, new))
+
+
 def adopt_layout(record: Run, launch: Launch) -> None:
     """Make `launch` the run's layout: its config, argv (without the load flag), GPUs."""
     from rlhf_launch.runs import lifecycle as life

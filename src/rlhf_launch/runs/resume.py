@@ -11,7 +11,7 @@ from rlhf_launch.cluster import live as live_check
 from rlhf_launch.cluster import sweep
 from rlhf_launch.cluster.connection import Cluster
 from rlhf_launch.cluster.dashboard import normalize
-from rlhf_launch.core.findings import Finding
+from rlhf_launch.core.findings import Finding, warning
 from rlhf_launch.errors import UserError
 from rlhf_launch.runs import checkpoints, claim, compat, gone, lifecycle, supervisor
 from rlhf_launch.runs import record as runs
@@ -81,6 +81,12 @@ def resume(
                 f"run {record.run_id}: an earlier attempt is not proven gone: " + "; ".join(x for lo in left for x in lo.describe()),
                 hint=f"rlhf-launch stop {record.run_id} ends what is left; then resume",
             )
+    from rlhf_launch.runs import checkpoints, replanning
+
+    settled: list[Finding] = []  # said as a warning: the run loads its newest step as saved, not the converted one
+    record = replanning.settle_universal(
+        record, lambda r: checkpoints.discover(jobs, r.ckpt_path)[0].latest_step, lambda text: settled.append(warning("checkpoint", text))
+    )
     launch = lifecycle.launch_for(record, overrides, load_checkpoint=True)
     refused = compat.refused_changes(lifecycle.launch_for(record, [], load_checkpoint=True), launch, lambda x: lifecycle.config_dict(x.cfg))
     if refused and not force:
@@ -95,7 +101,7 @@ def resume(
         errors = [f for f in launch.findings if f.level == "error"]
         raise UserError(f"the resumed config is invalid: {errors[0].key}: {errors[0].message}")
     state, findings = checkpoints.discover(jobs, record.ckpt_path)
-    findings += checkpoints.resume_findings(state, allow_fresh)
+    findings += settled + checkpoints.resume_findings(state, allow_fresh)
     live = live_check.check(launch, cluster)
     findings += live.findings
     if not any(f.level == "error" for f in findings):

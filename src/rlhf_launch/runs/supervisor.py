@@ -385,9 +385,15 @@ class Supervisor:
             self.report(run, "not resubmitting: attempt not proven gone: " + "; ".join(line for lo in left for line in lo.describe()))
             return None
         if attempt.status is AttemptStatus.SUPERSEDED and attempt.message.startswith(GROW):
-            grown = self._grow(run)
+            run = self._settle_universal(runs.load(self.run_id))  # what the checkpoint pins now, before the layout changes
+            try:
+                grown: Run | str = self._grow(run)
+            except (ClusterError, UserError) as exc:
+                grown = exc.message
             if isinstance(grown, str):
                 self.say(f"not growing back: {grown}; resuming on the current layout")
+            else:
+                run = grown
         if not self._wait_capacity(run):
             return self._end(RunStatus.GAVE_UP, f"gave up waiting {self.capacity_wait:g}s for {run.gpus_required} GPUs")
         run = self._settle_universal(runs.load(self.run_id))  # a re-plan while waiting changed its layout
@@ -556,9 +562,11 @@ class Supervisor:
                 if self.clock() - short_since >= node_wait and self.clock() >= next_try:
                     next_try = self.clock() + REPLAN_EVERY  # a refused re-plan is tried again a while later
                     try:
-                        outcome = self._replan(run)
+                        outcome = self._replan(self._settle_universal(run))
                     except ClusterError as exc:
                         outcome = f"the cluster did not answer ({exc.message})"
+                    except UserError as exc:  # the run's config no longer prepares here (a fork's source not on this node)
+                        outcome = exc.message
                     if isinstance(outcome, Run):
                         return True
                     if outcome != refused:
@@ -718,25 +726,8 @@ class Supervisor:
         return run
 
     def _settle_universal(self, run: Run) -> Run:
-        """A re-plan that converted the checkpoint turned on the universal load; once the run
-        has saved a newer step (at its new DP size) that load would go back to the converted
-        one (DeepSpeed reads `latest_universal`), so it is turned off again."""
-        converted = next((r for r in reversed(run.revisions) if r.get("convert")), None)
-        if converted is None or not (run.config.get("checkpoint") or {}).get("universal"):
-            return run
-        try:
-            latest = (self.latest_step or self._latest_by_probe)(run)
-        except ClusterError as exc:
-            self.say(f"could not list {run.ckpt_path} ({exc.message}): loading the converted checkpoint")
-            return run
-        since = converted.get("from_step")
-        if latest is None or since is None or latest <= since:
-            return run
-        data = json.loads(json.dumps(run.config))
-        data.setdefault("checkpoint", {})["universal"] = False
-        new = replanning.replanned_launch(run, data)
-        self.say(f"the run saved step {latest} since its checkpoint of step {since} was converted: loading it as saved (no universal load)")
-        return runs.update(self.run_id, lambda record: replanning.adopt_layout(record, new))
+        """replanning.settle_universal with this supervisor's view of the checkpoints."""
+        return replanning.settle_universal(run, self.latest_step or self._latest_by_probe, self.say)
 
     def _latest_by_probe(self, run: Run) -> int | None:
         from rlhf_launch.runs import checkpoints
