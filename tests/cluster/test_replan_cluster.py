@@ -249,6 +249,7 @@ def test_too_few_gpus_left_waits_saying_why_and_submits_nothing(uneven_workers, 
     assert record(env, run_id)["revisions"] == []
 
 
+@pytest.mark.slow  # ~2 min on 2 cores; tests/runs/test_supervisor_replan.py covers growing back in every CI run
 def test_the_run_grows_back_when_the_node_rejoins(two_workers, tmp_path):
     local = two_workers
     env = {

@@ -3,6 +3,7 @@ the placement simulation on what is free now, and, when asked, the reserve check
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +31,19 @@ class Live:
         return out
 
 
+FRACTION_RETRIES = 5
+
+
 def check(launch: Launch, cluster: Cluster, *, reserve: bool = False, reserve_timeout: float = 60.0) -> Live:
     snap = snapshot.read(cluster.dashboard, memory=False)
     findings = preflight.check(launch.plan, snap, preflight.local_ray_version(), launch.flags.ray_pin)
+    for _ in range(FRACTION_RETRIES):  # a fraction of a CPU held is a task or job of a moment (Ray's own, a probe): look again
+        placement_refused = any(f.level == "error" and f.key.startswith("placement") for f in findings)
+        if not placement_refused or all(float(n.cpus_free).is_integer() for n in snap.nodes):
+            break
+        time.sleep(1.0)
+        snap = snapshot.read(cluster.dashboard, memory=False)
+        findings = preflight.check(launch.plan, snap, preflight.local_ray_version(), launch.flags.ray_pin)
     live = Live(snap, findings)
     # The reservation is the ground truth, so it runs whenever it was asked for and the
     # config itself is valid, also when the simulation above predicts a failure.
