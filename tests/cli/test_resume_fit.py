@@ -99,8 +99,16 @@ def test_too_few_gpus_is_refused_saying_why(home, capsys, monkeypatch):
 
 def test_nodes_beyond_the_live_ones_is_a_user_error(home, capsys, monkeypatch):
     jobs, run = failed_run(monkeypatch, [NodeFree("n1", "10.0.0.1", 6.0)])
-    code, out, err = cli(capsys, "resume", run.run_id, "--nodes", "2", "--dry-run")
+    code, out, err = cli(capsys, "resume", run.run_id, "--fit", "--nodes", "2", "--dry-run")
     assert code == 2 and "--nodes 2: the cluster has 1 alive node(s) with free GPUs" in err
+
+
+def test_dry_run_or_nodes_without_fit_is_a_user_error_not_a_silent_re_plan(home, capsys, monkeypatch):
+    jobs, run = failed_run(monkeypatch, [NodeFree("n1", "10.0.0.1", 6.0)])
+    for given in (["--dry-run"], ["--nodes", "1"]):
+        code, out, err = cli(capsys, "resume", run.run_id, *given)
+        assert code == 2 and f"{given[0]} goes with --fit" in err
+    assert jobs.submitted() == [run.current.job_id]
 
 
 def test_runs_and_watch_say_which_node_was_lost_and_how_the_layout_changed(home, monkeypatch):

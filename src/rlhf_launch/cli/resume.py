@@ -34,10 +34,11 @@ def command(
     from rlhf_launch.runs.resume import resume
 
     skip = doctor.parse_skip(skip_check)
+    if (nodes is not None or dry_run) and not fit:  # said before anything is asked of a cluster
+        given = "--nodes" if nodes is not None else "--dry-run"
+        raise UserError(f"{given} goes with --fit (a re-plan onto the live cluster)", hint=f"rlhf-launch resume RUN --fit {given}")
     record = runs.find(run)
     cluster = options.cluster(address, token_file, configured=record.address)
-    if (nodes is not None or dry_run) and not fit:
-        fit = True  # --nodes and --dry-run only mean something with a re-plan
     before = record
     if fit:
         from rlhf_launch.runs import refit
