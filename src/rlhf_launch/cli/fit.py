@@ -42,7 +42,7 @@ def command(
     from rlhf_launch.core.launch import prepare
     from rlhf_launch.core.placement import NodeFree
     from rlhf_launch.errors import UserError
-    from rlhf_launch.fit import search
+    from rlhf_launch.fit import search, step_time
 
     extra = [*(overrides or []), *([f"cluster.gpu={gpu}"] if gpu else [])]
     if openrlhf_version:
@@ -55,7 +55,7 @@ def command(
 
         cluster = options.cluster(address, token_file, configured=cfg.cluster.address)
         snap = snapshot.read(cluster.dashboard, memory=False)
-        live = [NodeFree(n.node_id, n.ip, n.gpus_free, n.cpus_free) for n in sorted(snap.nodes, key=lambda n: (not n.is_head, n.ip))]
+        live = snap.free_nodes()
         with_gpus = [n for n in snap.nodes if n.gpus > 0]
         if not with_gpus:
             raise UserError(f"the cluster at {cluster.address} has no alive node with GPUs", hint="rlhf-launch status")
@@ -65,7 +65,7 @@ def command(
     gpus_per_node = gpus_per_node or cfg.cluster.gpus_per_node
     calibration = calibrated(from_run) if from_run else None
     if calibration is None:
-        result = search(cfg, nodes, gpus_per_node, lambda launch: launch.estimate.step_s if launch.estimate else float("inf"), live=live)
+        result = search(cfg, nodes, gpus_per_node, step_time, live=live)
     else:
         result = search(cfg, nodes, gpus_per_node, lambda launch: step_s(calibration.restimate(launch)), live=live)
     own = prepare(load_config(path, [*extra, f"cluster.nodes={nodes}", f"cluster.gpus_per_node={gpus_per_node}"]))  # yours, there

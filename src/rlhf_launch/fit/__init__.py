@@ -8,7 +8,7 @@ function, `search`; the supervisor's re-plan after a lost node uses the same sea
 
 from __future__ import annotations
 
-from rlhf_launch.fit.search import FitResult, Fitted, changed, search
+from rlhf_launch.fit.search import FitResult, Fitted, changed, search, step_time
 from rlhf_launch.fit.space import Layout, Size
 
-__all__ = ["FitResult", "Fitted", "Layout", "Size", "changed", "search"]
+__all__ = ["FitResult", "Fitted", "Layout", "Size", "changed", "search", "step_time"]

@@ -29,15 +29,10 @@ from rlhf_launch.core.config import LaunchConfig, apply_overrides, validate
 from rlhf_launch.core.launch import Launch, prepare
 from rlhf_launch.core.placement import NodeFree
 from rlhf_launch.errors import UserError
-from rlhf_launch.fit.search import FitResult, Fitted, Score, search
+from rlhf_launch.fit.search import FitResult, Fitted, Score, search, step_time
 from rlhf_launch.fit.space import Layout
 
 TRAINED = ("actor", "critic")  # the roles whose ZeRO checkpoints pin a DP size
-
-
-def step_time(launch: Launch) -> float:
-    """The default score: the estimate's seconds per step (unknown: last)."""
-    return launch.estimate.step_s if launch.estimate is not None else float("inf")
 
 
 @dataclass(frozen=True)

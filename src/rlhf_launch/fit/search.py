@@ -27,6 +27,11 @@ from rlhf_launch.fit.space import Layout, Space, sizes
 Score = Callable[[Launch], float]  # seconds per step (lower is better)
 
 
+def step_time(launch: Launch) -> float:
+    """The default score: the estimate's seconds per step (unknown: last)."""
+    return launch.estimate.step_s if launch.estimate is not None else float("inf")
+
+
 @dataclass(frozen=True)
 class Fitted:
     layout: Layout
