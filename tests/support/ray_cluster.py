@@ -151,6 +151,9 @@ class LocalCluster:
         ]
         proc = self._spawn(head, "head.log", self.head_env)
         self._wait(lambda: self.head_info() is not None, timeout, "head", proc)
+        failed = (self.head_info() or {}).get("error")
+        if failed:  # `up --json` said why it could not start the head (an error object, not the head's info)
+            raise RuntimeError(f"head: rlhf-launch up failed: {failed}: {self.logs()}")
         for i in range(self.workers):  # one at a time, as people join nodes (and 2 cores cope)
             self.add_worker()
             self.wait_nodes(2 + i, timeout)

@@ -22,7 +22,7 @@ from rlhf_launch.errors import ClusterError, UserError
 from rlhf_launch.util.poll import poll_until
 
 READY_TIMEOUT = 60.0
-HEAD_GPUS_TIMEOUT = 15.0
+HEAD_GPUS_TIMEOUT = 60.0  # the resource view lags the start, longer on a loaded machine
 Notify = Callable[[dict[str, Any]], None]
 
 
