@@ -264,3 +264,45 @@ def test_a_folder_named_reward_does_not_make_a_trainer_frame_the_reward_servers(
     assert _by_path("/data/reward_exp/openrlhf/trainer/ppo_trainer.py") == "trainer"
     assert _by_path("/w/my_reward_fn.py") == "reward"
     assert _by_path("/w/openrlhf/utils/remote_rm_utils.py") == "reward"
+
+
+# ---------------------------------------------------------------- start-up read from the log's own times and markers
+
+# A vLLM engine's crash, its lines stamped by vLLM's logger, in a Ray job whose session directory
+# names when the cluster began (the shape of lmm-r1#68's log, not its text).
+VLLM_CRASH_AT = """(LLMRayActor pid=7) CRITICAL 04-21 {at} [core_client.py:361] Got fatal signal from worker processes, shutting down.
+Traceback (most recent call last):
+  File "/tmp/ray/session_2025-04-21_10-42-30_288003_91197/runtime_resources/working_dir_files/_ray_pkg_1/openrlhf/cli/train_ppo_ray.py", line 516, in <module>
+    train(args)
+"""
+
+
+def test_a_crash_minutes_after_the_ray_session_began_is_start_up_and_not_retried():
+    early = classify(VLLM_CRASH_AT.format(at="10:43:16"))
+    assert (early.cls, early.phase, early.retriable) == (FailureClass.VLLM, "startup", False)
+    # an hour in, the same line is no longer read as start-up: the phase is left unknown
+    late = classify(VLLM_CRASH_AT.format(at="11:43:16"))
+    assert late.cls is FailureClass.VLLM and late.phase != "startup"
+    # with a step logged, the session's time is not read at all
+    assert classify(STEP + VLLM_CRASH_AT.format(at="10:43:16")).phase != "startup"
+
+
+def test_a_rank_killed_during_deepspeeds_engine_set_up_is_sizing_not_retried():
+    log = (
+        "[2025-03-07 23:53:27,408] [INFO] [real_accelerator.py:222:get_accelerator] Setting ds_accelerator to cuda (auto detect)\n"
+        "Parameter Offload: Total persistent parameters: 414720 in 81 params\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 53040)\n"
+    )
+    found = classify(log)
+    assert (found.cls, found.retriable) == (FailureClass.HOST_OOM, False)
+    assert found.phase in ("startup", "model_load")
+    # the same kill after a step is retried (the node may have been shared)
+    assert classify(STEP + log.splitlines(keepends=True)[-1]).retriable is True
+
+
+def test_a_full_object_store_is_not_retried():
+    log = (
+        "ray.exceptions.ObjectStoreFullError: Failed to put object ffff in object store because it is full. Object size is 516884584 bytes.\n"
+        "The local object store is full of objects that are still in scope and cannot be evicted.\n"
+    )
+    assert classify(STEP + log).retriable is False

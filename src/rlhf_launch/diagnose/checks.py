@@ -59,7 +59,10 @@ def host_oom_retriable(ctx: Ctx) -> bool:
     model load, in an actor's constructor, before the first rollout finished, or with vLLM
     engines as the memory hogs (their host RAM, sleep-mode weights and swap, is fixed size):
     all sizing problems that would repeat. With no evidence either way, retry: the
-    same-class-same-step rule stops a repeat."""
+    same-class-same-step rule stops a repeat. A full object store holds objects still in scope
+    (Ray says they cannot be evicted): the same data fills it again, so it is never retried."""
+    if "ObjectStoreFull" in ctx.text:
+        return False
     if ctx.step is not None:
         return True
     if ctx.phase in ("startup", "placement", "model_load", "generate"):

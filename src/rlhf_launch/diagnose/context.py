@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from rlhf_launch.diagnose import reader
 from rlhf_launch.diagnose.reader import Line, Source
@@ -147,6 +148,12 @@ FRAME_NAMES = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>]+
 
 # Progress lines: the last one before the decisive line tells the phase.
 MARKERS: tuple[tuple[bytes, str], ...] = (
+    # launchers and DeepSpeed's engine set-up: printed once, before any model is trained
+    (b"Unable to find hostfile", "startup"),
+    (b"Setting ds_accelerator to", "startup"),
+    (b"Parameter Offload: Total persistent parameters", "model_load"),
+    (b"After creating fp32 partitions", "model_load"),
+    (b"Before initializing optimizer states", "model_load"),
     (b"Loading checkpoint shards", "model_load"),
     (b"creating LLM with bundle_indices", "model_load"),
     (b"init_process_group: master_address", "model_load"),
@@ -213,5 +220,40 @@ def marker_phase(source: Source, offset: int, boundary: int) -> str | None:
     return reader.marker_before(source, offset, boundary, MARKERS)
 
 
+# Ray's session directory names when the cluster's session began (`session_2025-04-21_10-42-30_288003_...`);
+# the lines of vLLM, DeepSpeed, Ray and Python's logging carry their own time (`04-21 10:43:16`,
+# `[2025-04-21 10:43:16,408]`). A failure a few minutes after the session began, before any step,
+# is start-up: no model of any size is loaded, generated from and trained on in that time.
+SESSION_START = re.compile(r"session_(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)_(?P<h>\d\d)-(?P<mi>\d\d)-(?P<s>\d\d)_")
+LINE_TIME = re.compile(r"(?<![\d-])(?:(?P<y>\d{4})-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\b")
+STARTUP_SECONDS = 240
+
+
+def _seconds(m: re.Match[str], year: int) -> float | None:
+    try:
+        mo, d, h, mi, s = (int(m.group(k)) for k in ("mo", "d", "h", "mi", "s"))
+        when = datetime(int(m.group("y") or year), mo, d, h, mi, s)
+    except ValueError:
+        return None
+    return when.timestamp()
+
+
+def session_phase(ctx: Ctx) -> str | None:
+    """`startup` when the decisive line's own time is within STARTUP_SECONDS of the Ray session's
+    start named in the log around it, and no step was logged; else None."""
+    if ctx.step is not None:
+        return None
+    around = ctx.before()[-8192:] + "\n" + ctx.text + "\n" + ctx.after()[:4096]
+    session = SESSION_START.search(around)
+    stamp = LINE_TIME.search(ctx.text)
+    if session is None or stamp is None:
+        return None
+    year = int(session.group("y"))
+    start, at = _seconds(session, year), _seconds(stamp, year)
+    if start is None or at is None:
+        return None
+    return "startup" if 0 <= at - start <= STARTUP_SECONDS else None
+
+
 def infer_phase(ctx: Ctx) -> str | None:
-    return frame_phase(ctx) or marker_phase(ctx.source, ctx.line.offset, ctx.boundary) or actor_phase(ctx)
+    return frame_phase(ctx) or marker_phase(ctx.source, ctx.line.offset, ctx.boundary) or actor_phase(ctx) or session_phase(ctx)
