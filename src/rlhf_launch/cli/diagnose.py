@@ -24,7 +24,7 @@ def command(
     """Classify why a run's attempt failed or stalled (failure class, retriable, phase, step, evidence, hint)."""
     from rlhf_launch.cli import report
     from rlhf_launch.runs import evidence, logfile, logs, remote
-    from rlhf_launch.runs.history import past_failures
+    from rlhf_launch.runs.history import past_failures, verdict
     from rlhf_launch.runs.status import AttemptStatus
 
     data: dict[str, Any]
@@ -50,6 +50,9 @@ def command(
         else:
             found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
             data.update(found.diagnosis().as_json())
+            decided = verdict(record, chosen.number, data)
+            if decided:  # what the supervisor decides after this failure, from the run's history
+                data["auto_resume"] = decided
             if found.missing:
                 data["note"] = found.missing
     output.echo_json(data) if as_json else output.echo(report.diagnose_text(data))

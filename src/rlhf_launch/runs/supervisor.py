@@ -40,7 +40,7 @@ from rlhf_launch.cluster.dashboard import Dashboard
 from rlhf_launch.cluster.jobs import Jobs, JobStatus
 from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, JobExists, JobNotFound, UserError
-from rlhf_launch.runs import claim, evidence, gone, jobmeta, lifecycle, progress, replanning, retry
+from rlhf_launch.runs import claim, evidence, gone, history, jobmeta, lifecycle, progress, replanning, retry
 from rlhf_launch.runs import record as runs
 from rlhf_launch.runs.record import Attempt, Run
 from rlhf_launch.runs.status import AttemptStatus, RunStatus
@@ -356,15 +356,7 @@ class Supervisor:
 
     def _failures(self, run: Run) -> list[retry.Failure]:
         """The counted failures since the user last (re)submitted the run, oldest first."""
-        since = max((i for i, a in enumerate(run.attempts) if a.reason in ("submit", "resume")), default=0)
-        out = []
-        for a in run.attempts[since:]:
-            if a.status.is_failure() and a.status is not AttemptStatus.SUPERSEDED:
-                d = a.diagnosis or {}
-                out.append(
-                    retry.Failure(str(d.get("class", "unknown")), bool(d.get("retriable", True)), d.get("step"), a.resumed_from_step)
-                )
-        return out
+        return history.counted_failures(run)
 
     def _after_failure(self, run: Run, attempt: Attempt) -> RunStatus | None:
         """Diagnose, decide, and when retrying, resubmit. None: keep supervising."""
