@@ -168,8 +168,10 @@ def test_a_second_stop_says_the_run_was_already_stopped_and_when(home):
 
     jobs = FakeJobs()
     run = running_run(jobs)
+    asked = time.time()
     first = stop.stop(run, jobs, FakeDashboard(), lambda r, j: [], bound=5)
     assert first.gone and not first.already
+    assert first.as_json()["stopped_at"] is not None and first.stopped_at >= asked - 1  # when it was stopped, in --json too
     assert report.stopped_text(first).startswith(f"stopped {run.run_id} in ")
     marker = jobs.jobs[f"{run.run_id}-stopped-1"]
     second = stop.stop(runs.load(run.run_id), jobs, FakeDashboard(), lambda r, j: [], bound=5)

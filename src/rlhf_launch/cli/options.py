@@ -79,7 +79,7 @@ def run_and_cluster(run_id: str | None, address: str | None, token_file: str | N
 
     found = lookup.local(run_id)
     if not isinstance(found, lookup.Unknown):
-        return found, Cluster.at(address, token_file, configured=found.address, timeout=timeout)
+        return found, Cluster.at(address, run_token(found, token_file), configured=found.address, timeout=timeout)
     named = target_address(address, None) is not None
     if found.known and not named:
         raise UserError(
@@ -98,6 +98,20 @@ def run_and_cluster(run_id: str | None, address: str | None, token_file: str | N
         if not found.known:
             raise
         raise UserError(f"{found.text}; on the cluster: {exc.message}", hint=found.closest_text) from None
+
+
+def run_token(run: Run, token_file: str | None) -> str | None:
+    """The token file a verb on `run` uses: --token-file when given; else the one given at
+    submit, when the environment names no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH) and
+    the file is still there; else None (Ray's default place)."""
+    import os
+    from pathlib import Path
+
+    if token_file or not run.token_file:
+        return token_file
+    if os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return None
+    return run.token_file if Path(run.token_file).is_file() else None
 
 
 def supervision(auto_resume: int, backoff: float, poll: float, retry_on: str, no_retry_on: str) -> Supervision:

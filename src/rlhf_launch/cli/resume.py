@@ -38,7 +38,7 @@ def command(
         given = "--nodes" if nodes is not None else "--dry-run"
         raise UserError(f"{given} goes with --fit (a re-plan onto the live cluster)", hint=f"rlhf-launch resume RUN --fit {given}")
     record = runs.find(run)
-    cluster = options.cluster(address, token_file, configured=record.address)
+    cluster = options.cluster(address, options.run_token(record, token_file), configured=record.address)
     before = record
     if fit:
         from rlhf_launch.runs import refit

@@ -93,6 +93,9 @@ class Run:
     # plan revisions after lost nodes (fit/replan.py Revision.as_json), oldest first; the
     # config, argv and gpus_required above are the latest revision's
     revisions: list[dict[str, Any]] = field(default_factory=list)
+    # the --token-file given at submit (its absolute path, never the token): later verbs on this
+    # run use it when they are given no token themselves
+    token_file: str = ""
 
     @property
     def current(self) -> Attempt | None:

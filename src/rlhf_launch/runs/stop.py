@@ -151,6 +151,7 @@ def first_stopped_at(jobs: Jobs, run: Run) -> float | None:
 
 def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, bound: float = BOUND) -> Stopped:
     started = time.monotonic()
+    requested = time.time()
     deadline = started + bound
     before = runs.load(run.run_id) if runs.path_of(run.run_id).exists() else run
     finished = str(before.status) if before.status is RunStatus.SUCCEEDED and not before.stopped_by_user else None
@@ -192,6 +193,8 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
         rounds += 1
     current = run.current
     status = str(current.status) if current else "NONE"
+    if stopped_at is None and finished is None:  # stopped now: when its attempt ended, else when asked
+        stopped_at = current.ended if current and current.ended else requested
     return Stopped(
         run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left, already, stopped_at, finished
     )
