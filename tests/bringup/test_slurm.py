@@ -329,6 +329,13 @@ def test_cli_prints_or_writes_the_script(tmp_path):
     assert os.access(out, os.X_OK)
 
 
+def test_cli_warns_of_a_relative_checkpoint_path(tmp_path):
+    done = run_cli("slurm", "tiny-1node", "checkpoint.ckpt_path=ckpt/run")  # relative: each node resolves it alone
+    assert done.returncode == 0 and "warning: checkpoint.ckpt_path 'ckpt/run' is relative" in done.stderr
+    done = run_cli("slurm", "tiny-1node", f"checkpoint.ckpt_path={tmp_path}/ckpt")
+    assert done.returncode == 0 and "relative" not in done.stderr
+
+
 def test_cli_submit_without_sbatch_is_one_user_error(tmp_path):
     env = {"PATH": str(Path(sys.executable).parent)}
     done = run_cli("slurm", "tiny-1node", "--submit", "-o", str(tmp_path / "x.sbatch"), env=env, cwd=tmp_path)

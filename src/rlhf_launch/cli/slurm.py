@@ -91,6 +91,13 @@ def command(
         mem=mem,
     )
     text = render(launch, opts)
+    for key, value in (("checkpoint.ckpt_path", launch.cfg.checkpoint.ckpt_path), ("--shared-dir", shared_dir)):
+        if value and not Path(value).is_absolute():
+            output.echo(
+                f"warning: {key} {value!r} is relative: every node reads it from the job's working directory (where "
+                "sbatch is called); checkpoints and the run's records must be on storage all nodes share: give an absolute path there",
+                err=True,
+            )
     out = out or output_file
     if out is None and not submit:
         output.echo(text.rstrip("\n"))
