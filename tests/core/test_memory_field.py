@@ -130,7 +130,9 @@ def half_of(record: dict[str, Any]) -> str:
 
 
 def wave_of(record: dict[str, Any]) -> str:
-    return "2" if str(record.get("_file", "")).startswith("outcomes-wave2") else "1"
+    """`N` for outcomes-waveN.yaml (collected after the estimate was fitted), else "1"."""
+    m = re.match(r"outcomes-wave(\d+)", str(record.get("_file", "")))
+    return m.group(1) if m else "1"
 
 
 def argv_of(flags: dict[str, Any]) -> list[str]:
@@ -301,7 +303,7 @@ def test_most_records_can_be_scored(scored: list[Scored]) -> None:
 
 def main() -> None:
     items = [score(r) for r in records()]
-    for wave in (None, "1", "2"):
+    for wave in (None, *sorted({s.wave for s in items}, key=int)):
         for half in ("fit", "heldout"):
             predicted, passed, ooms, rans = figures(items, half, wave)
             warned = sum(

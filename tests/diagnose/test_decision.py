@@ -306,3 +306,65 @@ def test_a_full_object_store_is_not_retried():
         "The local object store is full of objects that are still in scope and cannot be evicted.\n"
     )
     assert classify(STEP + log).retriable is False
+
+
+# ---------------------------------------------------------------- wave I (rules half): signals, not wordings
+
+
+def test_a_fused_workers_rollout_method_names_the_engine_and_the_phase():
+    log = (
+        "ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_generate_sequences() (pid=7, ip=10.0.0.1)\n"
+        '  File "/opt/app/verl/single_controller/ray/base.py", line 419, in func\n'
+        "    return getattr(self.worker_dict[key], name)(*args, **kwargs)\n"
+        "AssertionError: the frobnicator gave up\n"
+    )
+    found = classify(log)
+    assert (found.cls, found.phase, found.retriable) == (FailureClass.VLLM, "generate", True)
+    # verl's other fused names read the same way: a role prefix before a known phase's name
+    assert classify(log.replace("actor_rollout_generate_sequences", "ref_compute_ref_log_prob")).phase == "make_experience"
+
+
+def test_an_exception_raised_where_deepspeed_checks_its_config_is_a_config_error():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/deepspeed/runtime/config.py", line 798, in __init__\n'
+        "    self._configure_train_batch_size()\n"
+        '  File "/usr/lib/python3/site-packages/deepspeed/runtime/config.py", line 981, in _configure_train_batch_size\n'
+        "    self._batch_assertion()\n"
+        "FrobnicationError: batch sizes do not frobnicate\n"
+    )
+    assert (classify(log).cls, classify(log).retriable) == (FailureClass.CONFIG, False)
+
+
+def test_a_vllm_engine_refusing_its_input_before_any_progress_is_not_retried():
+    refused = "ERROR 02-28 01:21:51 engine.py:400] ValueError: the frobnicator does not divide the tensor parallel size\n"
+    found = classify(refused)
+    assert (found.cls, found.retriable) == (FailureClass.VLLM, False)
+    # after a step the same engine failure is retried (a new engine starts from the weights)
+    assert classify(STEP + refused).retriable is True
+    # a runtime crash of the engine with no sign of start-up is retried as before
+    assert classify("ERROR 02-28 01:21:51 engine.py:400] RuntimeError: the frobnicator gave up\n").retriable is True
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "Loading safetensors checkpoint shards:  25% Completed | 1/4 [00:00<00:00, 3.72it/s]",
+        "Capturing batches (avail_mem=6.28 GB):   4%|| 1/23 [00:00<00:12, 1.81it/s]",
+        "2025-02-11 21:35:17,102 INFO worker.py:1654 -- Connecting to existing Ray cluster at address: 10.0.0.1:6379...",
+    ],
+)
+def test_a_watchdog_timeout_while_engines_load_is_start_up_and_not_retried(marker):
+    timeout = (
+        "[Rank7]:[E ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600066 milliseconds before timing out.\n"
+    )
+    found = classify(marker + "\n" + timeout)
+    assert found.cls is FailureClass.NCCL and found.phase in ("startup", "model_load") and found.retriable is False
+    assert classify(STEP + timeout).retriable is True  # mid-run, the same timeout is transient
+
+
+def test_torchs_advice_to_enable_device_side_assertions_is_no_fault_of_its_own():
+    advice = "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+    assert classify(advice, _every_line=True).rule != "cuda_fault"
+    assert classify("RuntimeError: CUDA error: device-side assert triggered\n" + advice).rule == "cuda_fault"

@@ -45,6 +45,18 @@ OPTIONAL = {"phase", "note", "tags"}
 # halves): A-F 92.7% / 96.8% (rules), 78.4% / 82.8% (held out); G 73.7% / 84.2%, 76.2% / 81.0%;
 # H 70.0% / 80.0%, 85.7% / 85.7%. The rules halves' figures flatter the vote (their entries are
 # its known cases).
+# Wave I (part i, issue 32): 60 excerpts from 56 trackers' threads no earlier part uses (verl, TRL,
+# OpenRLHF, NeMo-Aligner, simpleRL-reason, EasyR1, lmm-r1; vLLM, Ray, DeepSpeed, NCCL, PyTorch),
+# collected 2026-12-05 by two collectors who never saw the rules, scored once, unseen: 60.0% class /
+# 76.7% retriable of all 60 (73.1% / 69.2% of its rules 26, 50.0% / 82.4% of its held-out 34); the
+# code of the session's start scored the same. The goal (85% / 95% on a fresh wave) is NOT met.
+# Then, from its rules half only, signals rather than wordings: a fused worker's rollout method
+# (`WorkerDict.actor_rollout_generate_sequences`) names the engine and the phase; an exception raised
+# where DeepSpeed, argparse or OmegaConf check a config is `config`; a vLLM engine raising ValueError /
+# TypeError / KeyError ... with no sign of progress refuses its configuration (not retried); an engine
+# loading weights or capturing CUDA graphs, and Ray's driver connecting, are start-up markers; the
+# known cases rebuilt with its rules half. After: I 80.8% / 84.6% (rules), 55.9% / 82.4% (held out;
+# 85.3% retriable before the known cases took its rules half: the vote turned one answer); A-H unchanged.
 # The floors below are the latest measured figures per wave and half, rounded down, so a change
 # that makes an unseen half worse fails; raise them, never lower them (README's "Diagnose on real
 # logs" gives the same figures).
@@ -52,6 +64,7 @@ WAVES: dict[str, tuple[str, dict[str, tuple[float, float]]]] = {
     "A-F": ("part-[a-f].yaml", {"rules": (0.92, 0.96), "heldout": (0.78, 0.82)}),
     "G": ("part-g.yaml", {"rules": (0.73, 0.84), "heldout": (0.76, 0.80)}),
     "H": ("part-h.yaml", {"rules": (0.70, 0.80), "heldout": (0.85, 0.85)}),
+    "I": ("part-i.yaml", {"rules": (0.80, 0.84), "heldout": (0.55, 0.82)}),
 }
 HELDOUT_GOAL = (0.90, 0.95)
 

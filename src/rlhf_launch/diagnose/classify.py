@@ -148,6 +148,23 @@ LOAD_FUNCS = frozenset(
         "load_from_disk",
     }
 )
+# Where a configuration is checked: DeepSpeed's config (batch sizes, its sanity checks), argparse,
+# OmegaConf / Hydra. An exception raised there is the configuration's, whatever its message says.
+CONFIG_FUNCS = frozenset(
+    {
+        "_configure_train_batch_size",
+        "_batch_assertion",
+        "_set_batch_related_parameters",
+        "_do_sanity_check",
+        "_do_error_check",
+        "parse_args",
+        "parse_known_args",
+        "_get_values",
+        "_check_value",
+    }
+)
+CONFIG_FILES = re.compile(r"^(?:argparse|omegaconf|dictconfig|_hydra|hydra)\.py:")
+INPUT_ERRORS = frozenset({"ValueError", "TypeError", "KeyError", "AttributeError", "NotImplementedError", "IndexError"})
 NETWORK = re.compile(r"(?i)Connection\w*Error|Timeout|HTTPError|ClientError|RemoteDisconnected|ServerDisconnected|\b50[234]\b")
 TRY_AGAIN = re.compile(r"(?i)try again later|temporarily unavailable")
 # Whether a confident vote of the closest known cases (neighbours.py) decides a failure the
@@ -162,7 +179,14 @@ def _by_signals(signals: Signals, near: str) -> tuple[FailureClass, bool] | None
         return FailureClass.IMPORT, False
     if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS:
         return FailureClass.MODEL_OR_DATA, False
-    if signals.component == "vllm":  # no training state: retriable unless the log puts it at start-up
+    if signals.raised_in.rsplit(":", 1)[-1] in CONFIG_FUNCS or CONFIG_FILES.match(signals.raised_in):
+        return FailureClass.CONFIG, False
+    if signals.component == "vllm":
+        # no training state: retriable unless the log puts it at start-up; an exception of a kind
+        # a program raises on its input (ValueError, TypeError, ...) with no sign of progress is
+        # the engine refusing its configuration, which a new engine refuses the same way
+        if signals.exception in INPUT_ERRORS and not signals.progress:
+            return FailureClass.VLLM, False
         return FailureClass.VLLM, not signals.startup
     if signals.component == "reward":
         # a server that did not answer may answer a resumed run; reward code fails the same way

@@ -148,8 +148,15 @@ FRAME_NAMES = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>]+
 
 # Progress lines: the last one before the decisive line tells the phase.
 MARKERS: tuple[tuple[bytes, str], ...] = (
-    # launchers and DeepSpeed's engine set-up: printed once, before any model is trained
+    # launchers, Ray's driver and DeepSpeed's engine set-up: printed once, before any model is trained
     (b"Unable to find hostfile", "startup"),
+    (b"Connecting to existing Ray cluster", "startup"),
+    (b"Started a local Ray instance", "startup"),
+    # a rollout engine (vLLM, SGLang) loading its weights and capturing CUDA graphs at start
+    (b"Loading safetensors checkpoint shards", "model_load"),
+    (b"Capturing batches", "model_load"),
+    (b"Capturing CUDA graph", "model_load"),
+    (b"Capturing cudagraphs", "model_load"),
     (b"Setting ds_accelerator to", "startup"),
     (b"Parameter Offload: Total persistent parameters", "model_load"),
     (b"After creating fp32 partitions", "model_load"),
@@ -199,7 +206,7 @@ def frame_phase(ctx: Ctx) -> str | None:
                 return "model_load"  # Module.to()/.cuda(): moving a model onto the GPU
             if name == "__init__" and re.search(r"/vllm/(?:v1/)?(?:engine|executor|worker)/", path):
                 return "model_load"  # a vLLM engine, executor or worker being built
-        phase = FRAME_PHASES.get(name)
+        phase = FRAME_PHASES.get(name) or _fused_phase(name)
         if phase:
             return phase
     if re.search(r"ExperienceMaker|make_experience", ctx.text):
@@ -208,6 +215,17 @@ def frame_phase(ctx: Ctx) -> str | None:
         return "generate"
     if re.search(r"\b(?:sync_model_from_actor|update_weight\w*|_?broadcast_to_vllm)\b", text):
         return "weight_sync"
+    return None
+
+
+def _fused_phase(name: str) -> str | None:
+    """The phase of a worker method that prefixes a known name with its role (verl's fused
+    workers: `actor_rollout_generate_sequences`, `ref_compute_ref_log_prob`), else None."""
+    parts = name.split("_")
+    for i in range(1, len(parts)):
+        phase = FRAME_PHASES.get("_".join(parts[i:]))
+        if phase:
+            return phase
     return None
 
 

@@ -725,7 +725,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="cuda_fault",
         cls=C.UNKNOWN,
-        pattern=r"CUDA error: (?!out of memory)|device-side assert|an illegal memory access|DeferredCudaCallError"
+        pattern=r"CUDA error: (?!out of memory)|device-side assert(?!ions)|an illegal memory access|DeferredCudaCallError"
         r"|Assertion `.*` failed\.|Fatal Python error|Segmentation fault"
         r"|\*\*\* SIG(?:SEGV|ABRT|BUS|FPE)|received signal SIG(?:SEGV|ABRT|BUS)",
         anchors=("rror", "ailed", "atal", "egmentation", "SIG"),

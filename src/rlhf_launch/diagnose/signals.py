@@ -51,6 +51,8 @@ _NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("cluster", re.compile(r"(?i)^(?:raylet|gcs_server|dashboard\w*|autoscaler|monitor)$")),
 )
+# A Ray task's method that generates rollouts, whatever the worker class is called.
+ROLLOUT_METHOD = re.compile(r"(?:^|_)(?:generate_sequences|rollout_generate\w*|generate_samples|generate_rollouts?)$")
 # Frame paths, innermost last: the first package among these in the traceback names the component.
 _PATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"/vllm/|/sglang/|vllm_engine\.py|vllm_worker|/rollout/")),
@@ -142,6 +144,9 @@ def component_of(line: str, before: str) -> str | None:
         if found:
             return found
     tb = _traceback(before)
+    for m in reversed(list(RAY_TASK.finditer(tb + "\n" + line))):
+        if m.group("method") and ROLLOUT_METHOD.search(m.group("method")):
+            return "vllm"  # a fused worker (verl's WorkerDict) failing in its rollout method: the engine's failure
     names = [m.group("name") for m in RAY_TASK.finditer(tb + "\n" + line)]
     names += [m.group("name") for m in PREFIX.finditer(tb)]
     for name in reversed(names):
