@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,11 +31,22 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from rlhf_launch.errors import UserError  # noqa: E402
 from rlhf_launch.openrlhf import fork  # noqa: E402
 from rlhf_launch.openrlhf.extract import extract_flags, extract_group_estimators  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "forks"
 SCRIPTS = ROOT / "tests" / "data" / "scripts" / "forks"
+
+
+# A W&B key some public scripts hold (the value after --use_wandb, or assigned to a key variable):
+# replaced by a placeholder of the same length, never copied. The flag stays set, as it was.
+WANDB_KEY = re.compile(r"((?:--use_wandb[ =]|(?:WANDB_API_KEY|WANDB_KEY|wandb_token)=)[\"']?)[0-9a-f]{40}\b")
+PLACEHOLDER = "0" * 40
+
+
+def redact(text: str) -> tuple[str, int]:
+    return WANDB_KEY.subn(lambda m: m.group(1) + PLACEHOLDER, text)
 
 
 def git(gitdir: Path, *args: str) -> str:
@@ -66,15 +78,21 @@ def derive(entry: dict, gitdir: Path) -> dict:
     if not source:
         raise SystemExit(f"{repo}@{commit}: no {trainer}")
     files = {n: t for n in fork.VERSION_FILES if (t := git(gitdir, "show", f"{commit}:{root}{n}"))}
-    flags = fork.from_source(source, root=repo, version=fork.version_from(files))
-    assert flags.fork is not None
-    return {
+    known = {
         "repo": repo,
         "commit": commit,
         "root": root,
         "trainer": trainer,
         "url": f"https://github.com/{repo}/blob/{commit}/{trainer}",
         "licence": licence(gitdir, commit),
+    }
+    try:
+        flags = fork.from_source(source, root=repo, version=fork.version_from(files))
+    except UserError as exc:  # the project's reader cannot read this fork: kept as the outcome, no flags
+        return {**known, "error": str(exc).splitlines()[0], "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest()}
+    assert flags.fork is not None
+    return {
+        **known,
         "version": flags.fork.version,
         "version_file": next((n for n in fork.VERSION_FILES if n in files), None),
         "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
@@ -88,10 +106,13 @@ def derive(entry: dict, gitdir: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", type=Path, required=True, help="folder of <owner>+<name>/repo git dirs")
+    parser.add_argument("--wave", type=int, help="derive only the forks of this wave (MANIFEST.yaml's wave:, 1 when absent)")
     args = parser.parse_args()
     manifest = yaml.safe_load((DATA / "MANIFEST.yaml").read_text())
     SCRIPTS.mkdir(parents=True, exist_ok=True)
     for entry in manifest["forks"]:
+        if args.wave is not None and entry.get("wave", 1) != args.wave:
+            continue
         gitdir = args.mirrors / slug(entry["repo"]) / "repo"
         data = derive(entry, gitdir)
         out = DATA / f"{slug(entry['repo'])}@{entry['commit']}.json"
@@ -100,11 +121,16 @@ def main() -> None:
             text = git(gitdir, "show", f"{entry['commit']}:{script['path']}")
             if not text:
                 raise SystemExit(f"{entry['repo']}@{entry['commit']}: no {script['path']}")
+            text, keys = redact(text)
+            how = "copied unchanged below" if not keys else f"copied below, unchanged but for {keys} W&B key(s) replaced by zeros,"
             head = (
                 f"# From https://github.com/{entry['repo']}/blob/{entry['commit']}/{script['path']}\n"
-                f"# ({data['licence']}); copied unchanged below for rlhf-launch's fork import tests.\n"
+                f"# ({data['licence']}); {how} for rlhf-launch's fork import tests.\n"
             )
             (SCRIPTS / script_file(entry["repo"], script["path"])).write_text(head + text)
+        if "error" in data:
+            print(f"{out.name}: not read: {data['error']}")
+            continue
         print(f"{out.name}: {len(data['flags'])} flags, {len(data['own_flags'])} of its own, nearest {data['nearest_release']}")
 
 

@@ -1,5 +1,5 @@
 # From https://github.com/RUCAIBox/R1-Searcher/blob/631167cbb3c2464f805730e3e364a690f5b136d4/OpenRLHF-RAG/dpsk1_5b-1node-grpo-jjh_1.sh
-# (MIT License); copied unchanged below for rlhf-launch's fork import tests.
+# (MIT License); copied below, unchanged but for 2 W&B key(s) replaced by zeros, for rlhf-launch's fork import tests.
 
 
 # NODE_RANK=$1
@@ -9,9 +9,9 @@ export NUMEXPR_MAX_THREADS=128
 export RAY_DEDUP_LOGS=0
 
 # Your wandb token
-wandb_token=0f01b18f7114fec603184083ff6b1d5b5ec1983b
+wandb_token=0000000000000000000000000000000000000000
 # sudo rm -rf ~/.netrc
-export WANDB_API_KEY=0f01b18f7114fec603184083ff6b1d5b5ec1983b
+export WANDB_API_KEY=0000000000000000000000000000000000000000
 
 # Path of training data
 DATA_PATH=/home/songhuatong/RL_Debug/data_rollout_10/used_front_2k.jsonl
