@@ -52,19 +52,24 @@ PHASES = {
 }
 # half -> (share of OOM reports predicted, share of ran configs passing) it must keep, over all waves:
 # the measured figures rounded down (see README "Memory model"); raise them, never lower them.
-# Measured 2026-12-05 on 60 records (wave 1: 45, wave 2: 15; split by the collectors' rule):
+# Measured 2026-12-05 on 77 records (wave 1: 45, wave 2: 15, wave 3: 17; split by the collectors' rule):
 #   wave 1  fit 6 of 9 OOMs predicted (67%), 15 of 15 ran pass; held out 6 of 9 (67%), 11 of 12 ran pass (92%)
 #   wave 2  fit 1 of 1 OOM predicted, 9 of 9 ran pass; held out no OOM report, 5 of 5 ran pass
-#   all     fit 7 of 10 (70%), 24 of 24; held out 6 of 9 (67%), 16 of 17 (94%)
+#   wave 3  no OOM report; fit 8 of 8 ran pass, held out 9 of 9
+#   all     fit 7 of 10 (70%), 32 of 32; held out 6 of 9 (67%), 25 of 26 (96%)
 # The margin's high end (GROWTH, NCCL communicators) now warns of a possible OOM where the central
 # peak is under the GPU: it predicts no further report (none of the misses is within its reach) and
 # warns 3 + 3 of the 41 ran configs. The issue's goal on the held-out OOMs (80%) is NOT met; every
 # miss is in EXPLAINED, and `python tests/core/test_memory_field.py` prints them with their reasons.
-FLOORS = {"fit": (0.70, 1.0), "heldout": (0.66, 0.94)}
+FLOORS = {"fit": (0.70, 1.0), "heldout": (0.66, 0.96)}
 # Wave 2 (tests/data/memory/outcomes-wave2.yaml), scored unseen with the estimate as merged at
 # 039ff57, before any change: fit 1 of 1 OOM predicted, 9 of 9 ran pass; held out no OOM report,
 # 5 of 5 ran pass. The same after the change.
 WAVE2_FLOORS = {"fit": (1.0, 1.0), "heldout": (1.0, 1.0)}
+# Wave 3 (outcomes-wave3.yaml, 17 records, all `ran`: the search corpus holds no further OpenRLHF
+# OOM report naming its model and GPU), scored unseen with the estimate as merged at 8cd290b (unchanged
+# since): fit 8 of 8 ran pass, held out 9 of 9 (1 of the 17 warned of a possible OOM, none refused).
+WAVE_FLOORS = {"2": WAVE2_FLOORS, "3": {"fit": (1.0, 1.0), "heldout": (1.0, 1.0)}}
 GOAL = (0.80, 0.90)  # the issue's target on the held-out half
 # Every miss, and why: a new miss fails test_every_miss_is_explained until it is explained here
 # (and in README's "Memory estimate") or fixed.
@@ -284,10 +289,12 @@ def test_the_estimate_keeps_its_measured_figures(scored: list[Scored], half: str
 
 
 @pytest.mark.parametrize("half", ["fit", "heldout"])
-def test_wave_two_keeps_its_figures(scored: list[Scored], half: str) -> None:
-    predicted, passed, ooms, rans = figures(scored, half, wave="2")
-    floor = WAVE2_FLOORS[half]
-    misses = [f"{s.id}: {s.why}" for s in scored if s.half == half and s.wave == "2" and s.scored and not s.right]
+@pytest.mark.parametrize("wave", sorted(WAVE_FLOORS))
+def test_each_later_wave_keeps_its_figures(scored: list[Scored], wave: str, half: str) -> None:
+    assert any(s.wave == wave for s in scored), f"no records of wave {wave}"
+    predicted, passed, ooms, rans = figures(scored, half, wave=wave)
+    floor = WAVE_FLOORS[wave][half]
+    misses = [f"{s.id}: {s.why}" for s in scored if s.half == half and s.wave == wave and s.scored and not s.right]
     assert predicted >= floor[0] and passed >= floor[1], (predicted, passed, ooms, rans, misses)
 
 

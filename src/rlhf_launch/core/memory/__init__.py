@@ -75,10 +75,10 @@ Tokens per micro batch per GPU: micro batch x max_len (prompt + generated) seque
   tensor_parallel tokens (utils/seqlen_balancing.py), so max_tokens_per_gpu per GPU after the
   ring split; max_len is only a bound (a longer sequence is a micro batch of its own).
 The margin of each phase (GroupMemory.ranges): the fragmentation range and the context spread,
-  and at its high end only: GROWTH (a quarter of the working sets: after updates with micro
-  batches of varying length the caching allocator holds blocks cut for earlier shapes; torch's
-  OOM text names it, "reserved but unallocated ... expandable_segments"; not calibrated on a
-  measurement: torch frees its cache and retries before it raises, so no OOM line shows it)
+  and at its high end only: GROWTH (after updates with micro batches of varying length the
+  caching allocator holds blocks cut for earlier shapes; torch's OOM text names it, "reserved
+  but unallocated ... expandable_segments"; 0 until a measurement backs a figure: torch frees
+  its cache and retries before it raises, so no OOM line shows it)
   and NCCL_COMMUNICATOR_GIB per NCCL communicator beyond the first (DeepSpeed's world and
   data-parallel groups; the actor's vLLM weight-sync group, ppo_actor.py model_update_group).
   A peak under the GPU whose high end is over it is warned "expect out-of-memory after some
