@@ -51,3 +51,19 @@ def test_a_stalled_running_attempt_shows_its_stall(running, capsys):
     assert main(["diagnose", running.run_id]) == 0
     out = capsys.readouterr().out
     assert "stalled: no step after step 3 for 25 s (deadline 20 s)" in out and "diagnosis: stall (retriable)" in out
+
+
+def test_a_running_attempt_after_an_auto_resume_names_the_failure_it_came_through(running, capsys):
+    import time
+
+    from rlhf_launch.runs.record import Attempt
+    from rlhf_launch.runs.status import AttemptStatus
+
+    first = running.attempts[0]
+    first.status, first.diagnosis = AttemptStatus.FAILED, {"class": "node_lost", "retriable": True, "step": 7}
+    running.attempts.append(Attempt(2, "tiny-2", "auto-resume", True, time.time() - 10, AttemptStatus.RUNNING))
+    assert main(["diagnose", running.run_id]) == 0
+    out = capsys.readouterr().out
+    assert "attempt 2" in out and "running: no failure to classify" in out
+    assert "earlier: attempt 1 FAILED: node_lost at step 7 (resumed)" in out
+    assert f"rlhf-launch diagnose {running.run_id} --attempt 1" in out

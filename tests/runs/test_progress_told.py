@@ -175,3 +175,17 @@ def test_resume_follow_starts_from_the_total_the_run_last_told(home, jobs: FakeJ
     read(f"--- {run.run_id} attempt 2 ({run.run_id}-2)\n")
     shown = read("resumed from global_step18\n" + step_line(19))
     assert shown is not None and shown.startswith("step 19/30"), shown
+
+
+def test_a_replayed_state_line_says_when_it_was_true():
+    """`watch` replays the supervisor's log from its start: each state line carries the
+    supervisor's own clock, so an hour-old line does not read as now."""
+    import json
+    import time as clock
+
+    from rlhf_launch.util.when import moment
+
+    earlier = clock.time() - 3600
+    state = {"status": "RUNNING", "attempt": 1, "attempt_status": "RUNNING", "progress": {"step": 3}, "time": earlier}
+    shown = "".join(report.supervisor_lines([supervisor.STATE + " " + json.dumps(state) + "\n"]))
+    assert shown.startswith(f"{moment(earlier)} [RUNNING] attempt 1 RUNNING; ")

@@ -47,6 +47,7 @@ def command(
             data["running"] = True
             if chosen is record.current:
                 data["progress"] = report.progress_text(row(record, True))
+            data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
         else:
             found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
             data.update(found.diagnosis().as_json())

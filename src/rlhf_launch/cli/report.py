@@ -411,6 +411,17 @@ def diagnosis_text(diagnosis: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _earlier(data: dict[str, Any]) -> list[str]:
+    """The failures the run came through before this attempt (`diagnose --attempt N` reads each)."""
+    lines = []
+    for past in data.get("history", []):
+        step = f"at step {past['step']}" if past.get("step") is not None else "before its first step"
+        lines.append(f"  earlier: attempt {past['attempt']} {past['status']}: {past['class']} {step} (resumed)")
+    if lines and data.get("running"):
+        lines.append(f"  `rlhf-launch diagnose {data.get('run_id')} --attempt {data['history'][-1]['attempt']}` reads the last failure")
+    return lines
+
+
 def diagnose_text(data: dict[str, Any]) -> str:
     """`diagnose` for people: what was diagnosed, then the diagnosis (or, for an attempt that
     succeeded, the failures the run came through)."""
@@ -427,14 +438,11 @@ def diagnose_text(data: dict[str, Any]) -> str:
                 + (f" ({shown})" if shown and shown != "-" else "")
                 + "; no stall recorded",
                 f"  follow it with `rlhf-launch logs {data.get('run_id')} --follow` or `rlhf-launch watch {data.get('run_id')}`",
+                *_earlier(data),
             ]
         )
     if data.get("job_status") == "SUCCEEDED" and "class" not in data:
-        lines = [head, "  nothing to diagnose: it succeeded"]
-        for past in data.get("history", []):
-            step = f"at step {past['step']}" if past.get("step") is not None else "before its first step"
-            lines.append(f"  earlier: attempt {past['attempt']} {past['status']}: {past['class']} {step} (resumed)")
-        return "\n".join(lines)
+        return "\n".join([head, "  nothing to diagnose: it succeeded", *_earlier(data)])
     lines = [head, diagnosis_text(data)]
     verdict = data.get("auto_resume")
     if verdict:
@@ -536,6 +544,7 @@ def stopped_text(done: Stopped) -> str:
 def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
     """A supervisor's log for people: state lines as one short line each."""
     from rlhf_launch.runs.supervisor import STATE
+    from rlhf_launch.util.when import moment
 
     told_timing: set[tuple[str, str]] = set()  # each measured-vs-estimated line once
     pending = ""
@@ -568,7 +577,10 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                 if str(state.get("status")) != "RUNNING":
                     shown["eta_seconds"] = None  # no time left to count while nothing trains
                 progress = progress_text(shown)
-                yield f"[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
+                when = state.get("time")
+                # the supervisor's own clock: `watch` replays its log from the start, so lines say when they were true
+                stamp = f"{moment(float(when))} " if isinstance(when, (int, float)) else ""
+                yield f"{stamp}[{state.get('status')}] attempt {state.get('attempt')} {state.get('attempt_status')}; {progress}\n"
                 from rlhf_launch.runs.progress import versus
 
                 seen = state.get("progress") or {}
