@@ -81,7 +81,7 @@ def test_a_smaller_micro_batch_makes_the_global_batch_valid_at_the_new_dp():
     for role in ("actor", "critic"):
         assert t.train_batch_size % (t.micro_train_batch_size * data_parallel(launch, role)) == 0
     assert not deepspeed_batches(new, launch.plan, launch.settings)
-    assert "micro_train_batch_size 32 -> 16" in revision(plan, 1, reason="node lost").summary
+    assert "micro_train_batch_size 32 -> 16" in revision(plan, 1, reason="node lost", at=0.0).summary
 
 
 def test_too_few_gpus_for_any_layout_is_a_refusal_that_says_why():
@@ -132,6 +132,6 @@ def test_the_revision_says_what_changed_on_how_many_gpus_and_the_step_time_chang
 def test_a_dp_change_is_named_in_the_revision():
     cfg = cfg_of("tiny-1node")
     plan = replan(cfg, declared_nodes(1, 3), facts_of(prepare(cfg)))
-    rev = revision(plan, 2, reason="node lost")
+    rev = revision(plan, 2, reason="node lost", at=0.0)
     assert "actor DP 2 -> 1" in rev.summary and "critic DP 2 -> 1" in rev.summary
     assert rev.convert == ["actor", "critic"]

@@ -20,7 +20,6 @@ where that is what makes the batch valid at the new DP size. The best of a tier 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -31,6 +30,7 @@ from rlhf_launch.core.placement import NodeFree
 from rlhf_launch.errors import UserError
 from rlhf_launch.fit.search import FitResult, Fitted, Score, search, step_time
 from rlhf_launch.fit.space import Layout
+from rlhf_launch.util.when import moment
 
 TRAINED = ("actor", "critic")  # the roles whose ZeRO checkpoints pin a DP size
 
@@ -233,16 +233,17 @@ class Revision:
         return asdict(self)
 
     def text(self) -> str:
-        when = time.strftime("%H:%M:%S", time.localtime(self.at))
+        when = moment(self.at)
         lost = f"{self.lost} lost; " if self.lost else ""
         return f"plan revision {self.number} ({self.reason}, {when}): {lost}{self.summary}"
 
 
-def revision(plan: Replan, number: int, *, reason: str, lost: str = "", at: float | None = None, from_step: int | None = None) -> Revision:
+def revision(plan: Replan, number: int, *, reason: str, at: float, lost: str = "", from_step: int | None = None) -> Revision:
+    """Revision `number` of a run's plan, made at `at` (epoch seconds: the caller's clock; this package reads none)."""
     old, new = plan.old, plan.launch
     return Revision(
         number=number,
-        at=time.time() if at is None else at,
+        at=at,
         reason=reason,
         lost=lost,
         old=old.plan.breakdown(),

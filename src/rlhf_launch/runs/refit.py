@@ -3,6 +3,7 @@ the supervisor does after a lost node (fit/replan.py), then resume it on the new
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +76,7 @@ def plan(record: Run, cluster: Cluster, nodes: int | None = None) -> Refit:
         return Refit(record, replanned, None, live)
     new = replanning.replanned_launch(record, replanning.apply_overrides(record.config, list(replanned.overrides)))
     step = (record.progress or {}).get("step")
-    rev = fit.revision(replanned, len(record.revisions) + 1, reason="by hand", from_step=step)
+    rev = fit.revision(replanned, len(record.revisions) + 1, reason="by hand", at=time.time(), from_step=step)
     return Refit(record, replanned, rev, live, new)
 
 
