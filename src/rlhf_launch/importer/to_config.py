@@ -138,6 +138,8 @@ def import_call(
     namespace, unknown, problem = parse(source, argv)
     if namespace is None:
         raise UserError(f"{source.label} cannot read the trainer's flags: {problem}", hint=unread_hint(problem))
+    if fork is not None:
+        _refuse_unknown(fork, unknown)
     section = {"source": fork.fork.root} if fork is not None and fork.fork is not None else {"version": target.version}
     draft = Draft(data={"name": name, "openrlhf": section})
     draft.findings += [warning("script", w) for w in call.warnings]
@@ -180,6 +182,20 @@ def import_call(
         secrets=tuple(s for s in draft.secrets if len(s) >= 4),
         call=call,
         read_by_target=script_version is None and bool(target_version and target_version in accepted),
+    )
+
+
+def _refuse_unknown(fork: FlagSet, unknown: list[str]) -> None:
+    """A fork's parser refuses words it has no flag for (argparse: "unrecognized arguments"), so
+    the import does too: the fork would not start. Words the reader kept as written (an unset
+    `$VAR`) are not the fork's doing: they stay errors of their own, with a config written."""
+    if not any("$" not in t and "`" not in t for t in unknown):
+        return
+    trainer = f"{fork.fork.root}/openrlhf/cli/train_ppo_ray.py" if fork.fork is not None else "its trainer"
+    raise UserError(
+        f"{fork.label} refuses the script's flags: unrecognized arguments: {' '.join(unknown)}",
+        hint=f"the fork's parser ({trainer}) has no such flag, so its trainer would exit at start-up: remove it from the "
+        "script, or name with --openrlhf-source the checkout (commit) of the fork the script was written for",
     )
 
 
