@@ -242,3 +242,40 @@ def test_a_flag_the_fork_has_is_its_own_though_a_stock_rule_gives_it_to_a_key(tm
     launch = prepare(load_config(out))
     assert launch.ok, messages(launch, "error")
     assert launch.argv[launch.argv.index("--max_len") + 1] == "16384"
+
+
+def test_a_fork_whose_parser_is_built_in_a_sibling_module_is_read_from_its_checkout_only(tmp_path):
+    # EIT-EAST-Lab/C3: `from openrlhf.cli.train_ppo_ray_tooling import build_parser`
+    root = tmp_path / "c3"
+    (root / "openrlhf" / "cli").mkdir(parents=True)
+    (root / "openrlhf" / "__init__.py").write_text("__version__ = '0.1.0'\n")
+    (root / "openrlhf" / "cli" / "train_ppo_ray.py").write_text(
+        "from openrlhf.cli.train_ppo_ray_tooling import build_parser\nfrom elsewhere import add_outside\n\n"
+        "if __name__ == '__main__':\n    parser = build_parser()\n    add_outside(parser)\n    args = parser.parse_args()\n"
+    )
+    stock, _ = forks.stock_flags("0.9.1")
+    body = forks.trainer_source(stock + [CUTS], []).split("parser = argparse.ArgumentParser()\n", 1)[1].split("    args =")[0]
+    (root / "openrlhf" / "cli" / "train_ppo_ray_tooling.py").write_text(
+        "import argparse\n\ndef build_parser():\n    p = argparse.ArgumentParser()\n" + body.replace("parser.", "p.") + "    return p\n"
+    )
+    (tmp_path / "elsewhere.py").write_text("def add_outside(parser):\n    parser.add_argument('--outside')\n")  # not in the checkout
+    flags = fork.read(str(root))
+    assert flags.fork is not None and flags.fork.version == "0.1.0" and flags.version == "0.9.1"
+    assert flags.fork.only == ("rollout.n_cuts",) and "outside" not in flags
+
+
+def test_a_forks_own_default_that_no_config_value_holds_is_left_to_the_fork(tmp_path):
+    # EIT-EAST-Lab/C3 defaults --vllm_num_engines to -1 ("auto"); a script that leaves it unset must not get 0
+    stock, groups = forks.stock_flags("0.9.1")
+    flags = [{**f, "default": -1} if f["name"] == "vllm_num_engines" else f for f in stock]
+    root = forks.write_fork(tmp_path / "auto", [*flags, CUTS], groups, "0.1.0")
+    script = tmp_path / "train.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain m --reward_pretrain r --prompt_data d --rollout.n_cuts 2\n")
+    out = tmp_path / "train.yaml"
+    done = CliRunner().invoke(app, ["import", str(script), "--openrlhf-source", str(root), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "defaults --vllm_num_engines to -1, which placement.vllm.engines cannot hold; left unset (null)" in done.output
+    assert yaml.safe_load(out.read_text())["placement"]["vllm"]["engines"] is None
+    launch = prepare(load_config(out))
+    assert "--vllm_num_engines" not in launch.argv
+    assert fork.read(str(root)).parse(launch.argv).vllm_num_engines == -1

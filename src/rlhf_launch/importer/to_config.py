@@ -527,11 +527,30 @@ def _validated(draft: Draft, source: FlagSet) -> LaunchConfig:
             set_path(draft.data, path, value.split(","))  # a comma-separated list, which the schema takes as a list
             continue
         spelling = dialect.spelling_for(path, source) if path in dialect.SPELLINGS else None
+        if _forks_own_default(source, spelling, value) and _accepts(draft.data, path, None):
+            assert spelling is not None
+            set_path(draft.data, path, None)  # unset: the fork's own default applies, as in the script
+            draft.findings.append(
+                warning(
+                    path,
+                    f"{source.label} defaults --{spelling[0]} to {value!r}, which {path} cannot hold; "
+                    "left unset (null) so that default applies",
+                )
+            )
+            continue
         draft.explained.update(spelling or ())
         what = " ".join(f"--{f}" for f in spelling) + f" {value!r}" if spelling else f"the value {value!r}"
         draft.findings.append(warning(path, f"{what} cannot be written to {path} ({problem['msg']}); the config's default renders instead"))
         drop_path(draft.data, path)
     raise UserError("the imported config could not be made valid")
+
+
+def _forks_own_default(source: FlagSet, spelling: tuple[str, ...] | None, value: Any) -> bool:
+    """Whether `value` is a fork's own default for the key's one flag (e.g. C3's -1 for "auto" vLLM engines)."""
+    if source.fork is None or not spelling or len(spelling) != 1:
+        return False
+    flag = source.flags.get(spelling[0])
+    return flag is not None and flag.default == value and not isinstance(flag.default, dict)
 
 
 def _named_key(message: str) -> str:
