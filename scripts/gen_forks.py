@@ -5,7 +5,8 @@ scripts in tests/data/scripts/forks/, from git snapshots of public OpenRLHF fork
 tests/data/forks/MANIFEST.yaml (written by hand) names each fork (repo, commit, the folder that
 holds its `openrlhf/` package) and its launch scripts (path, and `vars` the script's caller
 sets). For each fork this reads `openrlhf/cli/train_ppo_ray.py` and its version file at that
-commit with the project's own reader (rlhf_launch.openrlhf.extract, openrlhf.fork) and writes
+commit with the project's own reader (rlhf_launch.openrlhf.extract, openrlhf.fork; a parser
+built in another module of the checkout is followed there, named in `parser_modules`) and writes
 only derived facts: flag names, types, actions, defaults, choices, nargs, the estimators its
 start-up check refuses with one sample, its version, the trainer file's sha256, its licence's
 first line. No fork source is copied. Each script is copied with a header naming where it
@@ -78,6 +79,11 @@ def derive(entry: dict, gitdir: Path) -> dict:
     if not source:
         raise SystemExit(f"{repo}@{commit}: no {trainer}")
     files = {n: t for n in fork.VERSION_FILES if (t := git(gitdir, "show", f"{commit}:{root}{n}"))}
+
+    def load(name: str) -> str | None:  # a module of the same checkout, at that commit (a parser built there)
+        return next((t for p in fork.module_paths(name) if (t := git(gitdir, "show", f"{commit}:{root}{p}"))), None)
+
+    modules = fork.linked_modules(source, load)
     known = {
         "repo": repo,
         "commit": commit,
@@ -87,7 +93,7 @@ def derive(entry: dict, gitdir: Path) -> dict:
         "licence": licence(gitdir, commit),
     }
     try:
-        flags = fork.from_source(source, root=repo, version=fork.version_from(files))
+        flags = fork.from_source(source, root=repo, version=fork.version_from(files), modules=modules)
     except UserError as exc:  # the project's reader cannot read this fork: kept as the outcome, no flags
         return {**known, "error": str(exc).splitlines()[0], "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest()}
     assert flags.fork is not None
@@ -98,7 +104,8 @@ def derive(entry: dict, gitdir: Path) -> dict:
         "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
         "nearest_release": flags.version,
         "own_flags": list(flags.fork.only),
-        "flags": extract_flags(source),
+        "flags": extract_flags(source, dict(modules).get),
+        **({"parser_modules": [f"{root}{fork.module_paths(n)[0]}" for n, _ in modules]} if modules else {}),
         "group_estimators": extract_group_estimators(source),
     }
 

@@ -537,6 +537,7 @@ def test_declare_and_local_arrays():
 def test_assignments_in_branches_that_may_not_run_are_not_applied():
     call = parse(f"""\
         X=1
+        Z=$(hostname)
         if [ -n "$Z" ]; then
           X=2
         else
@@ -545,7 +546,40 @@ def test_assignments_in_branches_that_may_not_run_are_not_applied():
         python3 -m {M} --pretrain $X
         """)
     assert call.argv == ["--pretrain", "1"]
-    assert has_warning(call, r"\$X is also set at line 3, inside a block that is not evaluated; using the value from line 1")
+    assert has_warning(call, r"\$X is also set at line 4, inside a block that is not evaluated; using the value from line 1")
+
+
+def test_a_condition_on_a_variable_the_script_never_sets_reads_it_as_unset():
+    # the-laughing-monkey/OpenRLHF-M's *_simple.sh: W&B flags set in both branches on $WANDB_API_KEY
+    text = f"""\
+        if [ -z "${{WANDB_API_KEY}}" ]; then
+          WANDB_ARGS=""
+        else
+          WANDB_ARGS="--use_wandb ${{WANDB_API_KEY}} --wandb_group g"
+        fi
+        python3 -m {M} --pretrain p ${{WANDB_ARGS}}
+        """
+    call = parse(text)
+    assert call.argv == ["--pretrain", "p"]  # as bash runs it when the caller does not export the key
+    assert has_warning(call, r"line 1: the `if` reads \$WANDB_API_KEY as unset \(empty\).*--var WANDB_API_KEY=\.\.\.")
+    given = parse(text, {"WANDB_API_KEY": "k"})
+    assert given.argv == ["--pretrain", "p", "--use_wandb", "k", "--wandb_group", "g"]
+    assert not has_warning(given, r"reads \$WANDB_API_KEY as unset")
+
+
+def test_a_condition_on_a_variable_set_only_in_a_branch_stays_undecided():
+    call = parse(f"""\
+        if [ -n "$(hostname)" ]; then
+          Y=1
+        fi
+        X=1
+        if [ -n "$Y" ]; then
+          X=2
+        fi
+        python3 -m {M} --pretrain $X
+        """)
+    assert call.argv == ["--pretrain", "1"]
+    assert not has_warning(call, r"reads \$Y as unset")
 
 
 def test_known_conditions_pick_the_branch_bash_would_run():

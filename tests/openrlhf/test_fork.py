@@ -180,3 +180,102 @@ def test_import_with_a_source_that_holds_no_trainer_is_a_user_error(tmp_path, ca
     code = main(["import", str(script), "--openrlhf-source", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and f"--openrlhf-source {tmp_path} holds no openrlhf/cli/train_ppo_ray.py" in err and "Traceback" not in err
+
+
+def test_import_refuses_a_flag_the_forks_parser_lacks_as_the_fork_would(tmp_path, capsys):
+    # yyht/openrlhf_async_pipline's run_ray_rl.sh passes --repeatness_threshold, which its fork lacks
+    root = a_fork(tmp_path)
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --actor.model_name_or_path m --reward.model_name_or_path r "
+        "--data.prompt_dataset d --rollout.mode cut --repeatness_threshold 0.05 --filter_sample\n"
+    )
+    out = tmp_path / "train.yaml"
+    code = main(["import", str(script), "--openrlhf-source", str(root), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert f"the OpenRLHF fork 0.11.2 at {root.resolve()}" in err
+    assert "unrecognized arguments: --repeatness_threshold 0.05 --filter_sample" in err and "Traceback" not in err
+
+
+def test_a_forks_trainer_may_make_its_own_prompts_and_reward_so_plan_warns_naming_it(tmp_path):
+    # lfy-123/WIST makes prompts from its own --web_corpus_path; ZefanW/openRLHF_o1 scores with its own
+    # --process_reward_pretrain: stock start-up requirements become warnings that name the fork
+    unset = ("data.prompt_dataset=null", "models.reward=null", "train.advantage_estimator=reinforce_baseline")
+    stock = prepare(config(tmp_path, *unset))
+    assert {
+        "data.prompt_dataset: no prompt dataset",
+        "models.reward: no reward model and no remote reward URL: the trainer cannot score rollouts",
+    } <= set(messages(stock, "error"))
+    root = a_fork(tmp_path)
+    launch = prepare(config(tmp_path, f"openrlhf.source={root}", *unset))
+    assert not [m for m in messages(launch, "error") if m.startswith(("data.prompt_dataset", "models.reward"))]
+    warned = messages(launch, "warning")
+    label = f"the OpenRLHF fork 0.11.2 at {root.resolve()}"
+    assert any(m.startswith("data.prompt_dataset: no prompt dataset") and label in m for m in warned), warned
+    assert any(m.startswith("models.reward: no reward model") and label in m for m in warned), warned
+
+
+def test_a_fork_with_no_flags_of_its_own_keeps_the_stock_requirements(tmp_path):
+    stock, groups = forks.stock_flags("0.11.2")
+    root = forks.write_fork(tmp_path / "same", stock, groups, "0.11.2")
+    launch = prepare(config(tmp_path, f"openrlhf.source={root}", "data.prompt_dataset=null"))
+    assert "data.prompt_dataset: no prompt dataset" in messages(launch, "error")
+
+
+def test_a_flag_the_fork_has_is_its_own_though_a_stock_rule_gives_it_to_a_key(tmp_path):
+    # lfy-123/WIST (nearest 0.9.0) passes --max_len beside --prompt_max_len/--generate_max_len; 0.9.0's
+    # spelling of data.prompt_max_len is the latter, so --max_len is the script's to keep
+    stock, groups = forks.stock_flags("0.9.0")
+    root = forks.write_fork(tmp_path / "wist", stock + [CUTS], groups, "0.9.0")
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain m --reward_pretrain r --prompt_data d "
+        "--prompt_max_len 8192 --generate_max_len 8192 --max_len 16384 --rollout.n_cuts 2\n"
+    )
+    out = tmp_path / "train.yaml"
+    runner = CliRunner()
+    done = runner.invoke(app, ["import", str(script), "--openrlhf-source", str(root), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    data = yaml.safe_load(out.read_text())
+    assert data["extra_args"] == {"max_len": 16384, "rollout.n_cuts": 2}
+    launch = prepare(load_config(out))
+    assert launch.ok, messages(launch, "error")
+    assert launch.argv[launch.argv.index("--max_len") + 1] == "16384"
+
+
+def test_a_fork_whose_parser_is_built_in_a_sibling_module_is_read_from_its_checkout_only(tmp_path):
+    # EIT-EAST-Lab/C3: `from openrlhf.cli.train_ppo_ray_tooling import build_parser`
+    root = tmp_path / "c3"
+    (root / "openrlhf" / "cli").mkdir(parents=True)
+    (root / "openrlhf" / "__init__.py").write_text("__version__ = '0.1.0'\n")
+    (root / "openrlhf" / "cli" / "train_ppo_ray.py").write_text(
+        "from openrlhf.cli.train_ppo_ray_tooling import build_parser\nfrom elsewhere import add_outside\n\n"
+        "if __name__ == '__main__':\n    parser = build_parser()\n    add_outside(parser)\n    args = parser.parse_args()\n"
+    )
+    stock, _ = forks.stock_flags("0.9.1")
+    body = forks.trainer_source(stock + [CUTS], []).split("parser = argparse.ArgumentParser()\n", 1)[1].split("    args =")[0]
+    (root / "openrlhf" / "cli" / "train_ppo_ray_tooling.py").write_text(
+        "import argparse\n\ndef build_parser():\n    p = argparse.ArgumentParser()\n" + body.replace("parser.", "p.") + "    return p\n"
+    )
+    (tmp_path / "elsewhere.py").write_text("def add_outside(parser):\n    parser.add_argument('--outside')\n")  # not in the checkout
+    flags = fork.read(str(root))
+    assert flags.fork is not None and flags.fork.version == "0.1.0" and flags.version == "0.9.1"
+    assert flags.fork.only == ("rollout.n_cuts",) and "outside" not in flags
+
+
+def test_a_forks_own_default_that_no_config_value_holds_is_left_to_the_fork(tmp_path):
+    # EIT-EAST-Lab/C3 defaults --vllm_num_engines to -1 ("auto"); a script that leaves it unset must not get 0
+    stock, groups = forks.stock_flags("0.9.1")
+    flags = [{**f, "default": -1} if f["name"] == "vllm_num_engines" else f for f in stock]
+    root = forks.write_fork(tmp_path / "auto", [*flags, CUTS], groups, "0.1.0")
+    script = tmp_path / "train.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain m --reward_pretrain r --prompt_data d --rollout.n_cuts 2\n")
+    out = tmp_path / "train.yaml"
+    done = CliRunner().invoke(app, ["import", str(script), "--openrlhf-source", str(root), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "defaults --vllm_num_engines to -1, which placement.vllm.engines cannot hold; left unset (null)" in done.output
+    assert yaml.safe_load(out.read_text())["placement"]["vllm"]["engines"] is None
+    launch = prepare(load_config(out))
+    assert "--vllm_num_engines" not in launch.argv
+    assert fork.read(str(root)).parse(launch.argv).vllm_num_engines == -1

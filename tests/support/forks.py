@@ -30,6 +30,8 @@ def trainer_source(flags: list[dict[str, Any]], group_estimators: list[str]) -> 
             value = flag[key]
             if key == "type":
                 parts.append(f"type={value}" if isinstance(value, str) else f"type={_literal(value)}")
+            elif key == "action" and value == "boolean_optional":
+                parts.append("action=argparse.BooleanOptionalAction")  # as the fork writes it (extract.py's name for it)
             else:
                 parts.append(f"{key}={_literal(value)}")
         lines.append(f"    parser.add_argument({', '.join(parts)})")

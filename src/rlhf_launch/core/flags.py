@@ -17,6 +17,7 @@ from rlhf_launch.core.config import LaunchConfig
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.plan import Plan
 from rlhf_launch.openrlhf import dialect, renames
+from rlhf_launch.openrlhf.extract import BOOLEAN_OPTIONAL
 from rlhf_launch.openrlhf.flagset import FlagSet
 
 
@@ -213,6 +214,10 @@ def tokens(flags: FlagSet, name: str, value: Any) -> list[str]:
         if not isinstance(value, bool):
             raise TypeError(f"--{name} is a switch; got {value!r}")
         return [f"--{name}"] if value == wanted else []
+    if flag.action == BOOLEAN_OPTIONAL:  # a fork's argparse.BooleanOptionalAction: --x / --no-x
+        if not isinstance(value, bool):
+            raise TypeError(f"--{name} is a switch; got {value!r}")
+        return [f"--{name}" if value else f"--no-{name}"]
     if isinstance(value, bool) and flag.type == {"expr": "bool"}:
         return [f"--{name}", "True" if value else ""]  # a fork's `type=bool`: any non-empty text reads as True
     if isinstance(value, bool):

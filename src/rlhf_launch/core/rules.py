@@ -25,25 +25,55 @@ def _shape(plan: Plan, role: str) -> str:
     return f"{r.nodes}x{r.gpus_per_node}"
 
 
-def required(cfg: LaunchConfig, plan: Plan) -> list[Finding]:
+def _fork_may_differ(flags: FlagSet | None) -> str:
+    """For a fork with flags of its own, how messages name it (its trainer may meet a stock
+    start-up requirement its own way: prompts made from its own flags, its own reward); else ''."""
+    if flags is None or flags.fork is None or not flags.fork.only:
+        return ""
+    return flags.label
+
+
+def required(cfg: LaunchConfig, plan: Plan, flags: FlagSet | None = None) -> list[Finding]:
     out = []
+    fork = _fork_may_differ(flags)
     if not cfg.models.actor:
         out.append(error("models.actor", "no actor model", "set models.actor to a HF model name or path", reason="trainer_init"))
     if not cfg.data.prompt_dataset:
-        out.append(
-            error("data.prompt_dataset", "no prompt dataset", "set data.prompt_dataset to a HF dataset or path", reason="trainer_init")
-        )
+        if fork:
+            out.append(
+                warning(
+                    "data.prompt_dataset",
+                    f"no prompt dataset: stock OpenRLHF refuses to start without one; {fork} has flags of its own "
+                    "and may make its prompts otherwise",
+                    "check that the fork's own flags (extra_args) give it its prompts, or set data.prompt_dataset",
+                )
+            )
+        else:
+            out.append(
+                error("data.prompt_dataset", "no prompt dataset", "set data.prompt_dataset to a HF dataset or path", reason="trainer_init")
+            )
     if not cfg.models.reward and not cfg.models.remote_reward and not plan.extras.agent and not plan.extras.builtin_reward:
         # With gae OpenRLHF's start-up itself fails (the critic comes from the reward model).
         gae = cfg.train.advantage_estimator == "gae" and not cfg.models.critic
-        out.append(
-            error(
-                "models.reward",
-                "no reward model and no remote reward URL: the trainer cannot score rollouts",
-                "set models.reward (a reward model), models.reward_remote_url or models.reward_func",
-                reason="" if gae else "trainer_init",
+        if fork:
+            out.append(
+                warning(
+                    "models.reward",
+                    f"no reward model and no remote reward URL: stock OpenRLHF cannot score rollouts; {fork} has flags "
+                    "of its own and may score them its own way",
+                    "check that the fork's own flags (extra_args) give it its reward, or set models.reward, "
+                    "models.reward_remote_url or models.reward_func",
+                )
             )
-        )
+        else:
+            out.append(
+                error(
+                    "models.reward",
+                    "no reward model and no remote reward URL: the trainer cannot score rollouts",
+                    "set models.reward (a reward model), models.reward_remote_url or models.reward_func",
+                    reason="" if gae else "trainer_init",
+                )
+            )
     odd = odd_reward_urls(cfg.models.remote_urls) if cfg.models.reward_remote_url else []
     if odd:
         out.append(
@@ -347,7 +377,7 @@ def check(
 ) -> list[Finding]:
     """Every rule, errors and warnings, in a stable order."""
     return [
-        *required(cfg, plan),
+        *required(cfg, plan, flags),
         *colocation(cfg, plan),
         *generation(cfg, plan, flags),
         *tensor_parallel(cfg, plan),

@@ -138,6 +138,8 @@ def import_call(
     namespace, unknown, problem = parse(source, argv)
     if namespace is None:
         raise UserError(f"{source.label} cannot read the trainer's flags: {problem}", hint=unread_hint(problem))
+    if fork is not None:
+        _refuse_unknown(fork, unknown)
     section = {"source": fork.fork.root} if fork is not None and fork.fork is not None else {"version": target.version}
     draft = Draft(data={"name": name, "openrlhf": section})
     draft.findings += [warning("script", w) for w in call.warnings]
@@ -180,6 +182,20 @@ def import_call(
         secrets=tuple(s for s in draft.secrets if len(s) >= 4),
         call=call,
         read_by_target=script_version is None and bool(target_version and target_version in accepted),
+    )
+
+
+def _refuse_unknown(fork: FlagSet, unknown: list[str]) -> None:
+    """A fork's parser refuses words it has no flag for (argparse: "unrecognized arguments"), so
+    the import does too: the fork would not start. Words the reader kept as written (an unset
+    `$VAR`) are not the fork's doing: they stay errors of their own, with a config written."""
+    if not any("$" not in t and "`" not in t for t in unknown):
+        return
+    trainer = f"{fork.fork.root}/openrlhf/cli/train_ppo_ray.py" if fork.fork is not None else "its trainer"
+    raise UserError(
+        f"{fork.label} refuses the script's flags: unrecognized arguments: {' '.join(unknown)}",
+        hint=f"the fork's parser ({trainer}) has no such flag, so its trainer would exit at start-up: remove it from the "
+        "script, or name with --openrlhf-source the checkout (commit) of the fork the script was written for",
     )
 
 
@@ -511,11 +527,30 @@ def _validated(draft: Draft, source: FlagSet) -> LaunchConfig:
             set_path(draft.data, path, value.split(","))  # a comma-separated list, which the schema takes as a list
             continue
         spelling = dialect.spelling_for(path, source) if path in dialect.SPELLINGS else None
+        if _forks_own_default(source, spelling, value) and _accepts(draft.data, path, None):
+            assert spelling is not None
+            set_path(draft.data, path, None)  # unset: the fork's own default applies, as in the script
+            draft.findings.append(
+                warning(
+                    path,
+                    f"{source.label} defaults --{spelling[0]} to {value!r}, which {path} cannot hold; "
+                    "left unset (null) so that default applies",
+                )
+            )
+            continue
         draft.explained.update(spelling or ())
         what = " ".join(f"--{f}" for f in spelling) + f" {value!r}" if spelling else f"the value {value!r}"
         draft.findings.append(warning(path, f"{what} cannot be written to {path} ({problem['msg']}); the config's default renders instead"))
         drop_path(draft.data, path)
     raise UserError("the imported config could not be made valid")
+
+
+def _forks_own_default(source: FlagSet, spelling: tuple[str, ...] | None, value: Any) -> bool:
+    """Whether `value` is a fork's own default for the key's one flag (e.g. C3's -1 for "auto" vLLM engines)."""
+    if source.fork is None or not spelling or len(spelling) != 1:
+        return False
+    flag = source.flags.get(spelling[0])
+    return flag is not None and flag.default == value and not isinstance(flag.default, dict)
 
 
 def _named_key(message: str) -> str:

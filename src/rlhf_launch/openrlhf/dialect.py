@@ -195,7 +195,12 @@ def flag_for(path: str, flags: FlagSet) -> str | None:
 
 def managed_flags(flags: FlagSet) -> dict[str, str]:
     """Flag name -> the config key (or launcher feature) that owns it in this release."""
-    owned = {flag: path for path, spellings in SPELLINGS.items() for spelling in spellings for flag in spelling}
+    if flags.fork is None:
+        owned = {flag: path for path, spellings in SPELLINGS.items() for spelling in spellings for flag in spelling}
+    else:
+        # A fork: a key owns the flags of the spelling the fork uses. Another era's spelling the fork
+        # still has (WIST: --max_len beside --prompt_max_len/--generate_max_len) is a flag of its own.
+        owned = {flag: path for path in SPELLINGS for flag in spelling_for(path, flags) or ()}
     owned.update({name: "checkpoint.load (rlhf-launch resume adds it too)" for name in LOAD_FLAG})
     owned.update({name: "logging.wandb + WANDB_API_KEY in the environment" for name in WANDB_KEY_FLAG})
     return {flag: path for flag, path in owned.items() if flag in flags}

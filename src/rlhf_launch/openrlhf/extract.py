@@ -1,17 +1,28 @@
 """Read the flag definitions of OpenRLHF's `train_ppo_ray.py` with `ast`, without importing it.
 
-Every trainer flag is a `parser.add_argument(...)` call in that one file, some inside a
+Every stock trainer flag is a `parser.add_argument(...)` call in that one file, some inside a
 `for prefix in ("actor", "critic"):` loop (from v0.10.2) whose f-string names are expanded
 here. Values that are not literals (e.g. a default built from `datetime.now()`) are kept as
-their source text under `{"expr": ...}`.
+their source text under `{"expr": ...}`. An `add_argument` call counts on any object (a parser,
+an argument group) whatever its name.
+
+A fork may build its parser elsewhere in its checkout (EIT-EAST-Lab/C3: `parser = build_parser()`
+imported from `openrlhf/cli/train_ppo_ray_tooling.py`, whose `_add_*(p)` helpers add the flags).
+Given `load` (a module's dotted name -> its source in the same checkout, or None), a call that
+makes or extends a parser (its result is assigned to a name used as a parser, or a parser is
+passed to it) of a function imported from such a module is followed into that function, and
+from there into the functions it calls the same way. Nothing is imported or run.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 _TYPES = {"int", "float", "str"}
+BOOLEAN_OPTIONAL = "boolean_optional"  # `action=argparse.BooleanOptionalAction`: --x sets True, --no-x False
 
 
 class ExtractError(ValueError):
@@ -39,6 +50,8 @@ def _value(node: ast.AST, env: dict[str, Any], source: str) -> Any:
         return "".join(parts)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
         inner = _value(node.args[0], env, source)
+        if node.func.id in ("list", "tuple") and isinstance(inner, (list, tuple)):
+            return list(inner)  # choices=list(_MODES), a module constant
         if node.func.id == "int" and isinstance(inner, (int, float)):
             return int(inner)
         if node.func.id == "float" and isinstance(inner, (int, float, str)):
@@ -67,6 +80,8 @@ def _flag_from_call(call: ast.Call, env: dict[str, Any], source: str) -> dict[st
             continue
         flag[keyword.arg] = _value(keyword.value, env, source)
     flag.setdefault("action", "store")
+    if isinstance(flag["action"], dict) and str(flag["action"]["expr"]).split(".")[-1] == "BooleanOptionalAction":
+        flag["action"] = BOOLEAN_OPTIONAL  # argparse's --x / --no-x pair
     if flag["action"] == "store_true":
         flag.setdefault("default", False)
     elif flag["action"] == "store_false":
@@ -76,35 +91,155 @@ def _flag_from_call(call: ast.Call, env: dict[str, Any], source: str) -> dict[st
     return flag
 
 
-def _walk(body: list[ast.stmt], env: dict[str, Any], source: str, out: list[dict[str, Any]]) -> None:
-    for stmt in body:
-        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
-            try:
-                values = ast.literal_eval(stmt.iter)
-            except ValueError:
-                values = None
-            if isinstance(values, (tuple, list)):
-                for value in values:
-                    _walk(stmt.body, {**env, stmt.target.id: value}, source, out)
-                continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            func = stmt.value.func
-            if isinstance(func, ast.Attribute) and func.attr == "add_argument":
-                flag = _flag_from_call(stmt.value, env, source)
-                if flag is not None:
-                    out.append(flag)
-                continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                _walk(inner, env, source, out)
+Loader = Callable[[str], str | None]
+TRAINER_MODULE = "openrlhf.cli.train_ppo_ray"
+_PARSER_METHODS = {"add_argument", "add_argument_group", "add_mutually_exclusive_group", "parse_args", "parse_known_args", "set_defaults"}
+_MAX_MODULES = 32  # a bound on how far a fork's parser is followed through its checkout
 
 
-def extract_flags(source: str) -> list[dict[str, Any]]:
-    """Return the trainer's flags in definition order: name, dest, type, action, default, choices, nargs."""
+@dataclass
+class _Module:
+    name: str
+    source: str
+    tree: ast.Module
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None for the module itself)
+    parsers: set[str]  # names used as a parser or an argument group (`X.add_argument`, `X.parse_args`...)
+    constants: dict[str, Any]  # top-level `NAME = <literal>`: what a flag's default or choices may name
+
+
+def _absolute(module: str, level: int, name: str | None) -> str:
+    """`from .x import y` in `module` -> the dotted name of `.x` (a module's package is its parent)."""
+    if level == 0:
+        return name or ""
+    parts = module.split(".")[:-level]
+    return ".".join([*parts, name] if name else parts)
+
+
+def _module(name: str, source: str) -> _Module:
     tree = ast.parse(source)
-    flags: list[dict[str, Any]] = []
-    _walk(tree.body, {}, source, flags)
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    imports: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(name, node.level, node.module)
+            for alias in node.names:
+                imports[alias.asname or alias.name] = (base, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports[alias.asname] = (alias.name, None)
+    parsers = {
+        n.func.value.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _PARSER_METHODS
+        and isinstance(n.func.value, ast.Name)
+    }
+    constants: dict[str, Any] = {}
+    for stmt in tree.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name) and stmt.value is not None:
+            try:
+                constants[target.id] = ast.literal_eval(stmt.value)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+    return _Module(name, source, tree, functions, imports, parsers, constants)
+
+
+@dataclass
+class _Reader:
+    load: Loader | None
+    out: list[dict[str, Any]] = field(default_factory=list)
+    modules: dict[str, _Module | None] = field(default_factory=dict)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+
+    def module(self, name: str) -> _Module | None:
+        if name not in self.modules:
+            if self.load is None or len(self.modules) >= _MAX_MODULES:
+                return None
+            text = self.load(name)
+            try:
+                self.modules[name] = _module(name, text) if text is not None else None
+            except SyntaxError as exc:
+                raise ExtractError(f"{name} (which builds the trainer's parser) does not parse: {exc}") from None
+        return self.modules[name]
+
+    def walk(self, body: list[ast.stmt], env: dict[str, Any], mod: _Module, local: bool) -> None:
+        """Collect add_argument calls in `body`; follow parser-building calls (to `mod`'s own
+        functions too when `local`: the trainer's own are walked with the whole file)."""
+        for stmt in body:
+            if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+                try:
+                    values = ast.literal_eval(stmt.iter)
+                except ValueError:
+                    values = None
+                if isinstance(values, (tuple, list)):
+                    for value in values:
+                        self.walk(stmt.body, {**env, stmt.target.id: value}, mod, local)
+                    continue
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if isinstance(func, ast.Attribute) and func.attr == "add_argument":
+                    flag = _flag_from_call(stmt.value, env, mod.source)
+                    if flag is not None:
+                        self.out.append(flag)
+                    continue
+            call = self._parser_call(stmt, mod, local)
+            if call is not None:
+                self.follow(call.func, mod, local)
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    self.walk(inner, env, mod, local)
+
+    @staticmethod
+    def _parser_call(stmt: ast.stmt, mod: _Module, local: bool) -> ast.Call | None:
+        """A call that makes a parser (`parser = f()`) or is handed one (`f(parser)`); in a
+        followed function, also the call it returns (`def build_parser(): return _make()`)."""
+        value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)) else None
+        if not isinstance(value, ast.Call):
+            return None
+        made = isinstance(stmt, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id in mod.parsers for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        )
+        given = any(isinstance(a, ast.Name) and a.id in mod.parsers for a in [*value.args, *(k.value for k in value.keywords)])
+        return value if made or given or (local and isinstance(stmt, ast.Return)) else None
+
+    def follow(self, func: ast.expr, mod: _Module, local: bool) -> None:
+        if isinstance(func, ast.Name):
+            if func.id in mod.functions and local:
+                self.function(mod, func.id)
+            elif func.id in mod.imports:
+                self.imported(*mod.imports[func.id])
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in mod.imports:
+            base, attr = mod.imports[func.value.id]
+            self.imported(f"{base}.{attr}" if attr else base, func.attr)
+
+    def imported(self, module: str, name: str | None) -> None:
+        if name is None:
+            return
+        target = self.module(module)
+        if target is not None and name in target.functions:
+            self.function(target, name)
+        elif target is not None and name in target.imports:  # re-exported from another module
+            self.imported(*target.imports[name])
+
+    def function(self, mod: _Module, name: str) -> None:
+        if (mod.name, name) in self.seen:
+            return
+        self.seen.add((mod.name, name))
+        self.walk(mod.functions[name].body, dict(mod.constants), mod, local=True)
+
+
+def extract_flags(source: str, load: Loader | None = None, module: str = TRAINER_MODULE) -> list[dict[str, Any]]:
+    """Return the trainer's flags in definition order: name, dest, type, action, default, choices, nargs.
+    `load` gives the source of other modules of the same checkout, to follow a parser built there."""
+    reader = _Reader(load)
+    mod = _module(module, source)
+    reader.walk(mod.tree.body, dict(mod.constants), mod, local=False)
+    flags = reader.out
     if not flags:
         raise ExtractError("no parser.add_argument(...) calls found")
     seen: set[str] = set()

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from rlhf_launch.errors import UserError
 from rlhf_launch.openrlhf import releases
-from rlhf_launch.openrlhf.extract import extract_flags, extract_group_estimators
+from rlhf_launch.openrlhf.extract import BOOLEAN_OPTIONAL, extract_flags, extract_group_estimators
 from rlhf_launch.util import versions
 from rlhf_launch.util.versions import Version
 
@@ -113,6 +113,8 @@ class FlagSet:
         parser = cls(prog=f"{TRAINER_MODULE} ({self.label})", add_help=as_trainer)
         for flag in self.flags.values():
             kwargs: dict[str, Any] = {"dest": flag.dest, "action": flag.action}
+            if flag.action == BOOLEAN_OPTIONAL:
+                kwargs["action"] = argparse.BooleanOptionalAction
             default = flag.default
             kwargs["default"] = None if isinstance(default, dict) else default
             if flag.action == "store":

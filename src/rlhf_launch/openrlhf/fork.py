@@ -1,13 +1,14 @@
 """OpenRLHF forks: a checkout (or an installed package) whose trainer the job runs, with flags of its own.
 
-`openrlhf.source: DIR` names it; without it, a `runtime_env.working_dir` that holds an
-`openrlhf/` package is it (Ray puts the working dir first on the trainer's path, so that copy is
-the one `python -m openrlhf.cli.train_ppo_ray` runs). Its flag set is read from its own
-`openrlhf/cli/train_ppo_ray.py` with `ast` (extract.py), its version from the package's own
-version file. What the launcher knows of stock releases (renames, start-up checks, memory,
-placement) applies through the fork's nearest stock release: the shipped flag set that shares
-the most flags with it (Jaccard), the closest by version among equals. Flags only the fork has
-pass through unchecked; the fork's parser (its own choices, types, nargs) reads every flag.
+`openrlhf.source: DIR` names it; without it, a `runtime_env.working_dir` that holds an `openrlhf/`
+package is it (Ray puts the working dir first on the trainer's path, so that copy is the one `python
+-m openrlhf.cli.train_ppo_ray` runs). Its flag set is read from its own
+`openrlhf/cli/train_ppo_ray.py` with `ast` (extract.py), following a parser built in another module
+of the same checkout, its version from the package's own version file. What the launcher knows of
+stock releases (renames, start-up checks, memory, placement) applies through the fork's nearest
+stock release: the shipped flag set that shares the most flags with it (Jaccard), the closest by
+version among equals. Flags only the fork has pass through unchecked; the fork's parser (its own
+choices, types, nargs) reads every flag.
 
 `read` is the one function here that touches files (the directory the user names).
 """
@@ -21,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rlhf_launch.errors import UserError
-from rlhf_launch.openrlhf.extract import ExtractError, extract_flags, extract_group_estimators
+from rlhf_launch.openrlhf.extract import ExtractError, Loader, extract_flags, extract_group_estimators
 from rlhf_launch.openrlhf.flagset import FlagSet, Fork, _from_data, load, supported_versions, version_key
 from rlhf_launch.util import versions
 
@@ -83,12 +84,39 @@ def nearest_release(names: set[str], version: str | None) -> str:
     return max(order, key=score)
 
 
-@lru_cache(maxsize=32)
-def from_source(source: str, *, root: str, version: str | None, via: str = "openrlhf.source") -> FlagSet:
-    """The fork's flag set from its trainer's source text: its own flags, the nearest release's
-    version (what the launcher's knowledge of releases keys on) and pins."""
+def module_paths(name: str) -> tuple[str, str]:
+    """Where module `name` (dotted) lies in a checkout, relative to the folder holding `openrlhf/`."""
+    path = name.replace(".", "/")
+    return f"{path}.py", f"{path}/__init__.py"
+
+
+def linked_modules(source: str, load: Loader) -> tuple[tuple[str, str], ...]:
+    """The checkout's modules (name, source) that the trainer's parser is built in, beside the
+    trainer file itself (extract.py follows the calls that make or extend it)."""
+    reached: dict[str, str] = {}
+
+    def recording(name: str) -> str | None:
+        text = load(name)
+        if text is not None:
+            reached[name] = text
+        return text
+
     try:
-        flags = extract_flags(source)
+        extract_flags(source, recording)
+    except (ExtractError, SyntaxError):
+        pass  # from_source says why
+    return tuple(sorted(reached.items()))
+
+
+@lru_cache(maxsize=32)
+def from_source(
+    source: str, *, root: str, version: str | None, via: str = "openrlhf.source", modules: tuple[tuple[str, str], ...] = ()
+) -> FlagSet:
+    """The fork's flag set from its trainer's source text (and the checkout's `modules` its parser
+    is built in: linked_modules): its own flags, the nearest release's version (what the
+    launcher's knowledge of releases keys on) and pins."""
+    try:
+        flags = extract_flags(source, dict(modules).get)
     except (ExtractError, SyntaxError) as exc:
         raise UserError(
             f"{root}/{TRAINER} does not read as OpenRLHF's trainer: {exc}",
@@ -157,4 +185,17 @@ def read(directory: str, via: str = "openrlhf.source") -> FlagSet:
                 continue
     for meta in sorted(home.glob("openrlhf-*.dist-info/METADATA")):  # an installed package: its metadata
         files.setdefault("METADATA", meta.read_text(encoding="utf-8", errors="replace"))
-    return from_source(source, root=str(home), version=version_from(files), via=via)
+
+    def load(name: str) -> str | None:
+        """A module of this checkout only: a file under `home`, never one elsewhere on the path."""
+        for relative in module_paths(name):
+            path = (home / relative).resolve()
+            if path.is_relative_to(home) and path.is_file():
+                try:
+                    return path.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    return None
+        return None
+
+    modules = linked_modules(source, load)
+    return from_source(source, root=str(home), version=version_from(files), via=via, modules=modules)

@@ -102,10 +102,14 @@ class _Fields:
 class Expander:
     """Expands words against the script's variables as they stand; collects warnings."""
 
-    def __init__(self, script: Scope, warnings: list[str]) -> None:
+    def __init__(self, script: Scope, warnings: list[str], *, unset_unknown: bool = False) -> None:
         self.script = script
         self.warnings = warnings
         self.kept_literal = False
+        # In a condition: a variable the script never sets (nor --var) reads as unset, as bash
+        # reads it when the caller does not export it; the names go to `read_unset`.
+        self.unset_unknown = unset_unknown
+        self.read_unset: list[str] = []
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -283,6 +287,10 @@ class Expander:
         return [(_kind(p.quoted), default, split)]
 
     def _unknown(self, p: Param, state: str) -> list[Seg]:
+        if self.unset_unknown and state == "unknown" and not p.name.isdigit() and p.name not in self.script.conditional:
+            if p.name not in self.read_unset:
+                self.read_unset.append(p.name)
+            return [(_kind(p.quoted), "", False)]
         if p.name.isdigit():
             self.warn(f"line {p.line}: positional parameter ${p.name} (a script argument) is not known; kept as '{p.raw}'")
         elif state == "unset":

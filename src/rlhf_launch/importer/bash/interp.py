@@ -47,7 +47,24 @@ def parse_script(text: str, environ: Mapping[str, str] | None = None, pick: int 
         warnings.append("the script has CRLF line endings; read as LF")
     script = Script(text, dict(environ or {}), line_offset=0, pick=pick)
     call = script.run()
+    if _open_branches(call):
+        # A trainer word comes from a variable set only in branches of a condition that was left
+        # undecided. Where that condition reads a variable the script never sets (nor --var), bash
+        # reads it as unset when the caller does not export it: read again that way, and keep it
+        # when the same trainer call is found (a condition that decides which call runs stays open).
+        again = Script(text, dict(environ or {}), line_offset=0, pick=pick, unset_unknown=True)
+        try:
+            second = again.run()
+        except ScriptError:
+            second = None
+        if second is not None and second.line == call.line and _open_branches(second) < _open_branches(call):
+            call = second
     return _with_warnings(call, warnings + call.warnings)
+
+
+def _open_branches(call: TrainerCall) -> int:
+    """How many trainer words come from a variable set in branches the reader left undecided."""
+    return sum(1 for w in call.warnings if w.startswith("variable $") and "inside a block that is not evaluated" in w)
 
 
 def _with_warnings(call: TrainerCall, warnings: list[str]) -> TrainerCall:
@@ -88,8 +105,9 @@ class Command:
 
 
 class Script:
-    def __init__(self, text: str, environ: dict[str, str], line_offset: int, pick: int | None = None) -> None:
+    def __init__(self, text: str, environ: dict[str, str], line_offset: int, pick: int | None = None, unset_unknown: bool = False) -> None:
         self.text = text
+        self.unset_unknown = unset_unknown  # conditions read a variable the script never sets as unset
         self.pick = pick
         self.trainer_calls: list[tuple[TrainerCall, tuple[int, ...]]] = []  # each run of the trainer, with its call sites
         self.environ = environ
@@ -528,7 +546,7 @@ class Script:
         if not words:
             return None
         warnings: list[str] = []
-        ex = Expander(self, warnings)
+        ex = Expander(self, warnings, unset_unknown=self.unset_unknown)
         argv: list[str] = []
         for w in words:
             argv.extend(ex.fields(w))
@@ -537,6 +555,11 @@ class Script:
         result = _test(argv)
         if result is None:
             return None
+        for name in ex.read_unset:
+            self.decisions.append(
+                f"line {cmd.line + self.offset}: the `{head}` reads ${name} as unset (empty): the script never sets it and "
+                f"no --var gives it; pass --var {name}=... if the script's caller sets it"
+            )
         if warnings:
             self.decisions.append(
                 f"line {cmd.line + self.offset}: the `{head}` is decided by values the script does not set itself ({'; '.join(warnings)})"
@@ -653,7 +676,7 @@ class Script:
                 value = self.lookup_plain(name)
                 if value is not None:
                     environ[name] = value
-            inner = Script(arg, environ, line_offset=cmd.line - 1 + self.offset)
+            inner = Script(arg, environ, line_offset=cmd.line - 1 + self.offset, unset_unknown=self.unset_unknown)
             try:
                 call = inner.run()
             except ScriptError:
