@@ -180,7 +180,8 @@ def _fork(need: Needs, facts: dict[str, Any]) -> list[Result]:
     a release must be the same release. A fork in the job's working_dir ships with the job."""
     if need.fork_shipped:
         return []
-    wanted = f"the fork at {need.fork_root} (train_ppo_ray.py sha256 {need.fork_sha256[:12] if need.fork_sha256 else ''})"
+    files = "train_ppo_ray.py" + (f" and {', '.join(need.fork_modules)}" if need.fork_modules else "")
+    wanted = f"the fork at {need.fork_root} ({files} sha256 {need.fork_sha256[:12] if need.fork_sha256 else ''})"
     found = facts.get("openrlhf_trainer_sha256")
     where = ((facts.get("packages") or {}).get("openrlhf") or {}).get("module_at") or "the trainer's path"
     if found == need.fork_sha256:
@@ -188,7 +189,7 @@ def _fork(need: Needs, facts: dict[str, Any]) -> list[Result]:
     if found is None:
         what = f"no openrlhf/cli/train_ppo_ray.py at {where}"
     else:
-        what = f"openrlhf at {where} has another train_ppo_ray.py (sha256 {found[:12]})"
+        what = f"openrlhf at {where} has another {files} (sha256 {found[:12]})"
     return [
         Result(
             Status.FAIL,

@@ -37,6 +37,7 @@ class Needs:
     # from, which every node's openrlhf must have; None for a stock release. fork_shipped: the
     # fork is the job's working_dir, which Ray ships to every node (nothing to compare).
     fork_sha256: str | None = None
+    fork_modules: tuple[str, ...] = ()  # the fork's other modules its parser is built in (hashed with the trainer)
     fork_root: str = ""
     fork_shipped: bool = False
     gpu_type: str | None = None  # cluster.gpu as the GPU table names it (None: unset)
@@ -74,6 +75,7 @@ def needs(launch: Launch) -> Needs:
         remote_files=files,
         env={k: v for k, v in cfg.runtime_env.env_vars.items() if k not in SECRET_NAMES},
         fork_sha256=launch.flags.fork.sha256 if launch.flags.fork else None,
+        fork_modules=launch.flags.fork.modules if launch.flags.fork else (),
         fork_root=launch.flags.fork.root if launch.flags.fork else "",
         fork_shipped=bool(launch.flags.fork and launch.flags.fork.via == "runtime_env.working_dir"),
         gpu_type=gpu_of(cfg)[0].name if cfg.cluster.gpu else None,
@@ -135,4 +137,5 @@ def build(launch: Launch, *, nonce: str, version: str, deep: bool = False, timeo
         "version": version,
         "timeout": timeout + DEEP_IMPORT_SECONDS if deep else timeout,  # the node's imports run in parallel, up to that long
         "trainer_hash": bool(need.fork_sha256),  # hash the node's openrlhf/cli/train_ppo_ray.py
+        "trainer_modules": list(need.fork_modules),  # ... with the modules its parser is built in
     }

@@ -67,9 +67,10 @@ class Fork:
 
     root: str  # the directory named: a checkout, or an installed package's directory (absolute)
     version: str | None  # the package's own version, from its version file (None: it has none)
-    sha256: str  # of its openrlhf/cli/train_ppo_ray.py: what doctor compares on every node
+    sha256: str  # of its openrlhf/cli/train_ppo_ray.py and `modules` (parser_sha256): what doctor compares on every node
     only: tuple[str, ...]  # its flags that its nearest stock release lacks: passed through unchecked
     via: str = "openrlhf.source"  # the config key that named it (or runtime_env.working_dir)
+    modules: tuple[str, ...] = ()  # the checkout's other modules its parser is built in (dotted names)
 
 
 @dataclass(frozen=True)

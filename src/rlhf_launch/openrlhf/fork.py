@@ -84,6 +84,18 @@ def nearest_release(names: set[str], version: str | None) -> str:
     return max(order, key=score)
 
 
+def parser_sha256(trainer: bytes, modules: list[tuple[str, bytes]]) -> str:
+    """What doctor compares on every node: sha256 of the trainer file alone, or, when its parser
+    is built in other modules of the checkout too, of the trainer and those modules (by name).
+    The probe on each node (cluster/probes/doctor.py) computes the same from the files it finds."""
+    if not modules:
+        return hashlib.sha256(trainer).hexdigest()
+    digest = hashlib.sha256(b"train_ppo_ray.py\0" + trainer)
+    for name, text in sorted(modules):
+        digest.update(b"\0" + name.encode("utf-8") + b"\0" + text)
+    return digest.hexdigest()
+
+
 def module_paths(name: str) -> tuple[str, str]:
     """Where module `name` (dotted) lies in a checkout, relative to the folder holding `openrlhf/`."""
     path = name.replace(".", "/")
@@ -129,9 +141,10 @@ def from_source(
     fork = Fork(
         root=root,
         version=version,
-        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        sha256=parser_sha256(source.encode("utf-8"), [(name, text.encode("utf-8")) for name, text in modules]),
         only=tuple(f["name"] for f in flags if f["name"] not in stock.flags),
         via=via,
+        modules=tuple(sorted(name for name, _ in modules)),
     )
     built = _from_data({**data, "version": base}, origin=f"{root}/{TRAINER}")
     return replace(built, pins=dict(stock.pins), fork=fork)

@@ -88,17 +88,35 @@ def packages(path: list[str]) -> dict[str, Any]:
     return out
 
 
-def trainer_sha256(found: dict[str, Any]) -> str | None:
-    """sha256 of the trainer file of the openrlhf the node's path finds (None: none found)."""
+def trainer_sha256(found: dict[str, Any], modules: list[str] | None = None) -> str | None:
+    """sha256 of the trainer file of the openrlhf the node's path finds, with the `modules` its
+    parser is built in (dotted names; the scheme of openrlhf/fork.py parser_sha256); None: the
+    trainer is not there (a module that is missing hashes as empty, so the sums differ)."""
     origin = (found.get("openrlhf") or {}).get("module_at")
     if not origin:
         return None
-    trainer = os.path.join(os.path.dirname(origin), "cli", "train_ppo_ray.py")
+    package = os.path.dirname(origin)
     try:
-        with open(trainer, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+        with open(os.path.join(package, "cli", "train_ppo_ray.py"), "rb") as handle:
+            trainer = handle.read()
     except OSError:
         return None
+    if not modules:
+        return hashlib.sha256(trainer).hexdigest()
+    digest = hashlib.sha256(b"train_ppo_ray.py\0" + trainer)
+    top = os.path.dirname(package)  # the folder holding openrlhf/
+    for name in sorted(modules):
+        text = b""
+        path = os.path.join(top, *name.split("."))
+        for candidate in (path + ".py", os.path.join(path, "__init__.py")):
+            try:
+                with open(candidate, "rb") as handle:
+                    text = handle.read()
+                break
+            except OSError:
+                continue
+        digest.update(b"\0" + name.encode("utf-8") + b"\0" + text)
+    return digest.hexdigest()
 
 
 def deep_imports(env: dict[str, str], names: list[str], timeout: float) -> dict[str, str]:
@@ -411,7 +429,7 @@ def facts(spec: dict[str, Any]) -> dict[str, Any]:
         "gpu": gpus(),
     }
     if spec.get("trainer_hash"):
-        out["openrlhf_trainer_sha256"] = trainer_sha256(out["packages"])
+        out["openrlhf_trainer_sha256"] = trainer_sha256(out["packages"], spec.get("trainer_modules") or [])
     want_template = bool(spec.get("chat_template"))
     out["models"] = {role: model(value, env, want_template) for role, value in spec.get("models", {}).items()}
     keys = [k for k in spec.get("data_keys", []) if k]
