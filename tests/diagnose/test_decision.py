@@ -368,3 +368,79 @@ def test_torchs_advice_to_enable_device_side_assertions_is_no_fault_of_its_own()
     advice = "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
     assert classify(advice, _every_line=True).rule != "cuda_fault"
     assert classify("RuntimeError: CUDA error: device-side assert triggered\n" + advice).rule == "cuda_fault"
+
+
+# ---------------------------------------------------------------- wave J (rules half): more signals
+
+
+def test_an_exception_raised_without_a_message_is_still_its_type():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/vllm/engine/frob_engine.py", line 535, in frobnicate_async\n'
+        "    raise NotImplementedError\n"
+        "NotImplementedError\n"
+    )
+    found = classify(log)
+    assert found.cls is FailureClass.VLLM and found.retriable is False  # an engine refusing, before any progress
+    assert "NotImplementedError" in found.hint
+
+
+def test_a_loader_by_its_name_is_model_or_data():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/tuner/core/loader.py", line 213, in load_model_and_tokenizer\n'
+        '    assert frobnicated(model), "the frobnicator was not loaded."\n'
+        "AssertionError: the frobnicator was not loaded.\n"
+    )
+    assert (classify(log).cls, classify(log).retriable) == (FailureClass.MODEL_OR_DATA, False)
+    # vLLM's `load_weights` is the weight update's, not a loader of this kind
+    assert classify(log.replace("load_model_and_tokenizer", "load_weights")).cls is not FailureClass.MODEL_OR_DATA
+
+
+def test_a_store_that_never_came_up_is_nccl_and_not_retried_before_progress():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 155, in _create_tcp_store\n'
+        "    store = TCPStore(\n"
+        "RuntimeError: frobnicated() timed out. Original timeout was 60000 ms.\n"
+    )
+    assert (classify(log).cls, classify(log).retriable) == (FailureClass.NCCL, False)
+    assert classify(STEP + log).retriable is True
+
+
+def test_a_collective_failing_while_ddp_wraps_the_model_is_start_up():
+    log = (
+        '[rank3]:   File "/usr/lib/python3/site-packages/torch/distributed/utils.py", line 281, in _verify_param_shape_across_processes\n'
+        "[rank3]:     return dist._verify_params_across_processes(process_group, tensors, logger)\n"
+        "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3763, remote process exited or there was a "
+        "network error, NCCL version 2.28.8\n"
+    )
+    found = classify(log)
+    assert found.cls is FailureClass.NCCL and found.phase == "model_load" and found.retriable is False
+
+
+OOM_PLENTY = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 7 has a total capacity of 79.11 GiB "
+    "of which {free} is free. Including non-PyTorch memory, this process has 0 bytes memory in use.\n"
+)
+
+
+def test_an_oom_line_with_far_more_free_than_asked_is_no_shortage():
+    assert classify(OOM_PLENTY.format(free="15.00 MiB")).cls is FailureClass.GPU_OOM  # a real shortage
+    plenty = classify(OOM_PLENTY.format(free="66.43 GiB"))
+    assert plenty.cls is FailureClass.UNKNOWN and plenty.retriable is False and "not a memory shortage" in plenty.hint
+    asleep = "INFO 08-02 23:48:20 [executor_base.py:227] It took 0.06 seconds to wake up tags ['kv_cache'].\n"
+    assert classify(asleep + OOM_PLENTY.format(free="66.43 GiB")).cls is FailureClass.VLLM  # vLLM's sleep allocator
+
+
+def test_a_crash_after_a_logged_step_is_retried_before_any_step_it_is_not():
+    fault = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert classify(fault).retriable is False
+    assert classify(STEP + fault).retriable is True
+
+
+def test_a_vllm_engine_dying_with_no_sign_of_start_up_is_retried():
+    dead = "vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished unexpectedly.\n"
+    assert (classify(dead).cls, classify(dead).retriable) == (FailureClass.VLLM, True)
+    at_start = "INFO 05-06 14:20:15 [loader.py:1] Loading model weights took 3.1 GB\n" + dead
+    assert classify(at_start).retriable is False

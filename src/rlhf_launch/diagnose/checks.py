@@ -54,6 +54,47 @@ def mid_run(ctx: Ctx) -> bool:
 
 
 @predicate
+def not_at_startup(ctx: Ctx) -> bool:
+    """A component without training state (a vLLM engine) that crashed: a new one starts from
+    the weights, so retry unless the log puts the crash at start-up (its configuration)."""
+    return ctx.step is not None or ctx.phase not in STARTUP
+
+
+_OOM_NUMBERS = re.compile(
+    r"Tried to allocate (?P<ask>[\d.]+) (?P<au>[KMG])iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB"
+    r" of which (?P<free>[\d.]+) (?P<fu>[KMG])iB is free"
+)
+_UNIT = {"K": 1 / (1 << 20), "M": 1 / 1024, "G": 1.0}
+
+
+def _free_far_over(text: str) -> bool:
+    m = _OOM_NUMBERS.search(text)
+    if m is None:
+        return False
+    ask, free = float(m.group("ask")) * _UNIT[m.group("au")], float(m.group("free")) * _UNIT[m.group("fu")]
+    return free >= 1.0 and free >= 10 * ask
+
+
+@predicate
+def free_far_over_request(ctx: Ctx) -> bool:
+    """torch's OOM line says at least 1 GiB and ten times the request was free: no shortage."""
+    return _free_far_over(ctx.text)
+
+
+@predicate
+def free_far_over_request_with_vllm_sleep(ctx: Ctx) -> bool:
+    return _free_far_over(ctx.text) and bool(re.search(r"cumem|wake[ _]up|\bsleep\b|enable_sleep", ctx.before() + ctx.after()))
+
+
+@predicate
+def after_a_step(ctx: Ctx) -> bool:
+    """A crash (a CUDA fault, a segfault) after the run logged a step: the same code ran the
+    same kernels many times before, so it is taken as rare and retried; before any step it is
+    what the code or its set-up does every time."""
+    return ctx.step is not None
+
+
+@predicate
 def host_oom_retriable(ctx: Ctx) -> bool:
     """Retry unless the log shows the kill came before the first step: during start-up or
     model load, in an actor's constructor, before the first rollout finished, or with vLLM

@@ -165,6 +165,23 @@ CONFIG_FUNCS = frozenset(
 )
 CONFIG_FILES = re.compile(r"^(?:argparse|omegaconf|dictconfig|_hydra|hydra)\.py:")
 INPUT_ERRORS = frozenset({"ValueError", "TypeError", "KeyError", "AttributeError", "NotImplementedError", "IndexError"})
+# A loader by its name (`load_model_and_tokenizer`, `_load_valuehead_params`): not the weight update's
+# `load_weights`, which a trainer calls on vLLM mid-run.
+LOADER = re.compile(r"^_?load_\w*(?:model|tokenizer|checkpoint|dataset|state_dict|valuehead|params|config)\w*$")
+# Where torch.distributed builds a process group's store or rendezvous: a failure there is the
+# communicator never coming up (not retried before any progress).
+RENDEZVOUS_FUNCS = frozenset(
+    {
+        "_create_tcp_store",
+        "_create_c10d_store",
+        "_env_rendezvous_handler",
+        "_tcp_rendezvous_handler",
+        "_store_based_barrier",
+        "next_rendezvous",
+        "_rendezvous_helper",
+        "init_process_group",
+    }
+)
 NETWORK = re.compile(r"(?i)Connection\w*Error|Timeout|HTTPError|ClientError|RemoteDisconnected|ServerDisconnected|\b50[234]\b")
 TRY_AGAIN = re.compile(r"(?i)try again later|temporarily unavailable")
 # Whether a confident vote of the closest known cases (neighbours.py) decides a failure the
@@ -177,8 +194,10 @@ def _by_signals(signals: Signals, near: str) -> tuple[FailureClass, bool] | None
     when they say nothing beyond `unknown`."""
     if IMPORT_SHAPE.search(near):
         return FailureClass.IMPORT, False
-    if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS:
+    if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS or LOADER.match(signals.raised_in.rsplit(":", 1)[-1]):
         return FailureClass.MODEL_OR_DATA, False
+    if signals.raised_in.rsplit(":", 1)[-1] in RENDEZVOUS_FUNCS:  # the process group's store or rendezvous
+        return FailureClass.NCCL, signals.progress
     if signals.raised_in.rsplit(":", 1)[-1] in CONFIG_FUNCS or CONFIG_FILES.match(signals.raised_in):
         return FailureClass.CONFIG, False
     if signals.component == "vllm":

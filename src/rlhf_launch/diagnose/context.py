@@ -139,6 +139,12 @@ FRAME_PHASES: dict[str, str] = {
             "init_model",
             "cached_files",
             "_load_pretrained_model",
+            # wrapping a model for distributed training (DDP, DeepSpeed's engine): before any step
+            "_verify_param_shape_across_processes",
+            "_sync_module_states",
+            "_sync_params_and_buffers",
+            "_broadcast_model",
+            "_configure_distributed_model",
         ),
         "model_load",
     ),

@@ -397,6 +397,30 @@ RULES: tuple[Rule, ...] = (
     ),
     # ------------------------------------------------------------ gpu_oom
     Rule(
+        # torch's OOM line with far more free than it asked for: no shortage, the allocator failed (vLLM's
+        # sleep-mode cumem allocator, a memory pool of another process): the engine's fault when vLLM sleeps
+        name="oom_not_shortage",
+        cls=C.VLLM,
+        pattern=r"Tried to allocate [\d.]+ [KMG]iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB of which [\d.]+ [KMG]iB is free",
+        anchors=("Tried to allocate",),
+        retriable=False,
+        hint="not a memory shortage: the GPU had far more free than the allocation asked for, so vLLM's sleep-mode "
+        "allocator (cumem) failed: use a vLLM release with the fix, or run without `placement.vllm.enable_sleep`",
+        when="free_far_over_request_with_vllm_sleep",
+        deep=True,
+    ),
+    Rule(
+        name="oom_not_shortage_other",
+        cls=C.UNKNOWN,
+        pattern=r"Tried to allocate [\d.]+ [KMG]iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB of which [\d.]+ [KMG]iB is free",
+        anchors=("Tried to allocate",),
+        retriable=False,
+        hint="not a memory shortage: the GPU had far more free than the allocation asked for; an allocator or "
+        "driver failure reported as out-of-memory (read the lines before it)",
+        when="free_far_over_request",
+        deep=True,
+    ),
+    Rule(
         name="cuda_oom",
         cls=C.GPU_OOM,
         pattern=r"CUDA out of memory|(?i:cuda(?: driver)? error): out of memory|torch\.(?:cuda\.)?OutOfMemoryError"
@@ -631,7 +655,7 @@ RULES: tuple[Rule, ...] = (
         pattern=r"EngineDeadError|Engine loop has died|EngineCore encountered an issue|Got fatal signal from worker processes"
         r"|\bEngineCore\w* (?:died|dead)|Background loop has errored already|\bEngineGenerateError\b",
         anchors=("rror", "died", "atal"),
-        retriable_by="mid_run",
+        retriable_by="not_at_startup",
         hint_by="vllm_crash_hint",
         deep=True,
     ),
@@ -729,7 +753,7 @@ RULES: tuple[Rule, ...] = (
         r"|Assertion `.*` failed\.|Fatal Python error|Segmentation fault"
         r"|\*\*\* SIG(?:SEGV|ABRT|BUS|FPE)|received signal SIG(?:SEGV|ABRT|BUS)",
         anchors=("rror", "ailed", "atal", "egmentation", "SIG"),
-        retriable=False,
+        retriable_by="after_a_step",
         hint_by="unknown_fault_hint",
         phase_by="unknown_fault_phase",
         deep=True,
@@ -917,7 +941,7 @@ RULES: tuple[Rule, ...] = (
         cls=C.VLLM,
         pattern=r"\bvllm\.[\w.]*exceptions\.\w*Engine\w*Error\b",
         anchors=("vllm.",),
-        retriable_by="mid_run",
+        retriable_by="not_at_startup",
         hint_by="vllm_crash_hint",
     ),
 )

@@ -171,8 +171,13 @@ def raised_at(line: str, before: str) -> str:
     return f"{path.rsplit('/', 1)[-1]}:{func}"
 
 
+BARE_EXC = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*$")
+
+
 def exception_type(line: str) -> str:
-    m = EXC_TYPE.search(line)
+    """The exception type a line raises: `Type: message`, or a line holding the type alone (an
+    exception raised without a message: `NotImplementedError`)."""
+    m = EXC_TYPE.search(line) or BARE_EXC.search(line)
     return m.group("type").rsplit(".", 1)[-1] if m else ""
 
 
