@@ -444,3 +444,16 @@ def test_a_vllm_engine_dying_with_no_sign_of_start_up_is_retried():
     assert (classify(dead).cls, classify(dead).retriable) == (FailureClass.VLLM, True)
     at_start = "INFO 05-06 14:20:15 [loader.py:1] Loading model weights took 3.1 GB\n" + dead
     assert classify(at_start).retriable is False
+
+
+def test_an_exception_no_rule_names_during_the_weight_update_is_weight_sync():
+    log = (
+        'INFO:     10.0.0.2:42132 - "POST /init_communicator/ HTTP/1.1" 200 OK\n'
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/rollout.py", line 146, in worker\n'
+        "    result = await method(*args, **kwargs)\n"
+        "FrobnicationError: the frobnicator gave up\n"
+    )
+    found = classify(log)
+    assert (found.cls, found.phase, found.retriable) == (FailureClass.WEIGHT_SYNC, "weight_sync", False)
+    assert classify(log.replace("gave up", "timed out")).retriable is True  # a timeout during the update itself

@@ -71,16 +71,18 @@ OPTIONAL = {"phase", "note", "tags"}
 # the issue's rule for stateless components). After: J 81.5% / 92.6% (rules), 66.7% / 72.7% (held
 # out); all held-out halves together 75.3% / 82.1% -> 75.8% / 82.6% of 368 (A-F +2 class, +3
 # retriable; I +1 retriable; H -1 retriable of 7: its floor below was lowered from 0.85 to 0.71 for
-# that one entry, the only floor ever lowered, with this note).
+# that one entry, the only floor ever lowered, with this note). Then an exception no rule names,
+# raised during the weight update (its frames or a trainer's /init_communicator call before it), is
+# weight_sync: J 85.2% / 92.6% (rules); held out A-F 79.9% / 84.2%, all 76.4% / 82.9% of 368.
 # The floors below are the latest measured figures per wave and half, rounded down, so a change
 # that makes an unseen half worse fails; raise them, never lower them (README's "Diagnose on real
 # logs" gives the same figures).
 WAVES: dict[str, tuple[str, dict[str, tuple[float, float]]]] = {
-    "A-F": ("part-[a-f].yaml", {"rules": (0.92, 0.97), "heldout": (0.79, 0.83)}),
+    "A-F": ("part-[a-f].yaml", {"rules": (0.92, 0.97), "heldout": (0.79, 0.84)}),
     "G": ("part-g.yaml", {"rules": (0.73, 0.94), "heldout": (0.76, 0.80)}),
     "H": ("part-h.yaml", {"rules": (0.70, 1.0), "heldout": (0.85, 0.71)}),
     "I": ("part-i.yaml", {"rules": (0.80, 0.84), "heldout": (0.55, 0.85)}),
-    "J": ("part-j.yaml", {"rules": (0.81, 0.92), "heldout": (0.66, 0.72)}),
+    "J": ("part-j.yaml", {"rules": (0.85, 0.92), "heldout": (0.66, 0.72)}),
 }
 HELDOUT_GOAL = (0.90, 0.95)
 

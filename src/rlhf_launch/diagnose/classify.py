@@ -189,11 +189,13 @@ TRY_AGAIN = re.compile(r"(?i)try again later|temporarily unavailable")
 ADOPT_VOTE = True
 
 
-def _by_signals(signals: Signals, near: str) -> tuple[FailureClass, bool] | None:
+def _by_signals(signals: Signals, near: str, phase: str | None = None) -> tuple[FailureClass, bool] | None:
     """The class and retriable of a failure no strong rule decided, from its signals; None
     when they say nothing beyond `unknown`."""
     if IMPORT_SHAPE.search(near):
         return FailureClass.IMPORT, False
+    if phase == "weight_sync":  # raised while the trainer's weights went to the engines (frames, markers)
+        return FailureClass.WEIGHT_SYNC, bool(checks.TIMEOUT.search(near))
     if signals.raised_in.rsplit(":", 1)[-1] in LOAD_FUNCS or LOADER.match(signals.raised_in.rsplit(":", 1)[-1]):
         return FailureClass.MODEL_OR_DATA, False
     if signals.raised_in.rsplit(":", 1)[-1] in RENDEZVOUS_FUNCS:  # the process group's store or rendezvous
@@ -252,7 +254,7 @@ def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pen
         ctx = Ctx(source, _decisive(last), empty_match(), step, boundary)
         phase = infer_phase(ctx)
         signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
-        decided = _by_signals(signals, ctx.near())
+        decided = _by_signals(signals, ctx.near(), phase)
     else:
         phase = marker_phase(source, source.log_size, boundary)
         end = None if pending and step is None else _last_line(source, boundary)
@@ -260,7 +262,7 @@ def _unknown(source: Source, tail: Pool, step: int | None, boundary: int, *, pen
             ctx = Ctx(source, end, empty_match(), step, boundary)
             phase = infer_phase(ctx) or phase
             signals = read_signals(ctx.text, ctx.before(), step=step, phase=phase, loop=LOOP, startup=STARTUP)
-            decided = _by_signals(signals, ctx.near())
+            decided = _by_signals(signals, ctx.near(), phase)
     if pending and step is None and not last:
         phase = "placement"
         hint = "placement groups are still pending: the cluster lacks the GPUs/CPUs the plan needs; free them or shrink `placement.*`"

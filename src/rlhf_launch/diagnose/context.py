@@ -185,6 +185,9 @@ MARKERS: tuple[tuple[bytes, str], ...] = (
     (b"Experience making completed", "train"),
     (b"Train epoch [", "train"),
     (b"update weight:", "weight_sync"),
+    # a trainer setting up or using its weight-update group with a vLLM server (TRL's, ms-swift's endpoints)
+    (b"/init_communicator", "weight_sync"),
+    (b"/update_named_param", "weight_sync"),
     (b"is about to be saved", "save"),
     (b"Saving model checkpoint", "save"),
 )
