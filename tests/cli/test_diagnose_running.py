@@ -67,3 +67,39 @@ def test_a_running_attempt_after_an_auto_resume_names_the_failure_it_came_throug
     assert "attempt 2" in out and "running: no failure to classify" in out
     assert "earlier: attempt 1 FAILED: node_lost at step 7 (resumed)" in out
     assert f"rlhf-launch diagnose {running.run_id} --attempt 1" in out
+
+
+def test_a_run_stopped_by_the_user_is_not_diagnosed_as_a_failure(running, capsys):
+    from rlhf_launch.runs.status import AttemptStatus, RunStatus
+
+    running.attempts[0].status, running.status, running.stopped_by_user = AttemptStatus.STOPPED, RunStatus.STOPPED, True
+    assert main(["diagnose", running.run_id]) == 0
+    out = capsys.readouterr().out
+    assert "stopped by `rlhf-launch stop`: nothing failed" in out and "retriable" not in out
+    assert main(["diagnose", running.run_id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["stopped"] is True and "class" not in data
+
+
+def test_a_stalled_attempt_the_supervisor_ended_says_what_auto_resume_decided(running, capsys):
+    import time
+
+    from rlhf_launch.runs.record import Attempt
+    from rlhf_launch.runs.status import AttemptStatus, RunStatus
+
+    stall = {
+        "class": "stall",
+        "retriable": True,
+        "step": 3,
+        "evidence": [],
+        "hint": "no step since step 3: ...",
+        "stall": {"milestone": "step", "message": "no step after step 3 for 25 s (deadline 15 s)"},
+    }
+    first = running.attempts[0]
+    first.status, first.diagnosis = AttemptStatus.FAILED, dict(stall)
+    running.attempts.append(Attempt(2, "tiny-2", "auto-resume", True, time.time() - 10, AttemptStatus.FAILED, diagnosis=dict(stall)))
+    running.auto_resume, running.status = 1, RunStatus.GAVE_UP
+    assert main(["diagnose", running.run_id]) == 0
+    out = capsys.readouterr().out
+    assert "stalled: no step after step 3" in out
+    assert "auto-resume: would stop: stall twice in a row at step 3: it will repeat" in out

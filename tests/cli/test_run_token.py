@@ -31,3 +31,21 @@ def test_a_run_uses_the_token_file_it_was_submitted_with(tmp_path: Path, monkeyp
     # a remembered file that is gone is not an error of its own: Ray's default place is tried
     token.unlink()
     assert options.run_token(record, None) is None
+
+
+def test_runs_asks_each_cluster_with_the_token_its_runs_were_submitted_with(tmp_path: Path, monkeypatch):
+    from rlhf_launch.runs import overview
+
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    token = tmp_path / "token"
+    token.write_text("abc123\n")
+    run = healthy_run()
+    run.token_file = str(token)
+    found = overview._token_for(run.address, [run], None)
+    assert found is not None and found.value == "abc123"
+    other = overview._token_for("http://10.9.9.9:8265", [run], None)  # another cluster: not this run's token
+    assert other is None or other.value != "abc123"
+    given = tmp_path / "given"
+    given.write_text("given\n")
+    assert overview._token_for(run.address, [run], str(given)).value == "given"  # --token-file wins

@@ -27,7 +27,7 @@ def command(
     target = None if local else address or (record.address if record else None)
     if target is not None:
         try:
-            jobs = options.cluster(target, token_file, timeout=5).checked().jobs
+            jobs = options.cluster(target, options.run_token(record, token_file) if record else token_file, timeout=5).checked().jobs
         except ClusterError as exc:
             note = f"cluster not reachable ({exc.message}); read on this machine instead"
     state, findings = checkpoints.discover(jobs, path)

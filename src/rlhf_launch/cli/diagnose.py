@@ -39,8 +39,14 @@ def command(
         data = {"run_id": record.run_id, "attempt": chosen.number, "job_id": chosen.job_id, "job_status": str(chosen.status)}
         if chosen.status is AttemptStatus.SUCCEEDED:  # nothing failed: what the run came through
             data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
+        elif chosen.status is AttemptStatus.STOPPED and record.stopped_by_user and chosen is record.current:
+            data["stopped"] = True  # `rlhf-launch stop` ended it: nothing failed, its log's last lines are no failure
+            data["history"] = [past.as_json() for past in past_failures(record) if past.attempt < chosen.number]
         elif (chosen.diagnosis or {}).get("stall"):  # the supervisor diagnosed the stall when it saw it
             data.update(chosen.diagnosis or {})
+            decided = verdict(record, chosen.number, data)
+            if decided:  # a stalled attempt the supervisor ended: what auto-resume decided then
+                data["auto_resume"] = decided
         elif chosen.status.is_live():  # nothing failed (yet): no class to give it
             from rlhf_launch.runs.overview import row
 

@@ -441,6 +441,10 @@ def diagnose_text(data: dict[str, Any]) -> str:
                 *_earlier(data),
             ]
         )
+    if data.get("stopped") and "class" not in data:
+        return "\n".join(
+            [head, f"  stopped by `rlhf-launch stop`: nothing failed; `rlhf-launch resume {data.get('run_id')}` goes on", *_earlier(data)]
+        )
     if data.get("job_status") == "SUCCEEDED" and "class" not in data:
         return "\n".join([head, "  nothing to diagnose: it succeeded", *_earlier(data)])
     lines = [head, diagnosis_text(data)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlhf_launch.cluster.auth import find_token
+from rlhf_launch.cluster.auth import Token, find_token
 from rlhf_launch.cluster.connection import Cluster, address_from
 from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, RecordUnreadable
@@ -81,17 +81,32 @@ def waiting_for(run: Run) -> str:
     return f"waiting to resume{budget}: attempt {attempt.number} {why}; the supervisor resubmits once it is gone and the GPUs are free"
 
 
+def _token_for(target: str, known: list[Run], token_file: str | None) -> Token | None:
+    """The token for the cluster at `target`: --token-file; else the environment's; else the
+    token file a run on that cluster was submitted with (`submit --token-file`), newest first;
+    else Ray's default place."""
+    import os
+    from pathlib import Path
+
+    if token_file or os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return find_token(token_file=token_file)
+    for run in sorted(known, key=lambda r: r.created, reverse=True):
+        if run.address == target and run.token_file and Path(run.token_file).is_file():
+            return find_token(token_file=run.token_file)
+    return find_token()
+
+
 def overview(address: str | None = None, token_file: str | None = None) -> Overview:
     """Every record, and every run of the cluster at `address` (or the default address),
     refreshed from its cluster when that answers."""
-    token = find_token(token_file=token_file)
-    addresses = {r.address for r in runs.summaries().runs if not r.final}
+    known = runs.summaries().runs
+    addresses = {r.address for r in known if not r.final}
     addresses.add(address_from(address))
     reachable: dict[str, Cluster] = {}
     unreachable: dict[str, str] = {}
     for target in sorted(addresses):
         try:
-            cluster = Cluster(target, token, timeout=TIMEOUT).checked()
+            cluster = Cluster(target, _token_for(target, known, token_file), timeout=TIMEOUT).checked()
             from rlhf_launch.runs import lifecycle, remote  # only with a cluster that answers: they import diagnose/
 
             on_cluster = {r.run_id for r in remote.cluster_runs(cluster.jobs)}
