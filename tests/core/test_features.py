@@ -307,3 +307,12 @@ def test_docs_list_every_check_with_its_releases():
         assert row, check.id
         releases = f"{check.since} .. {check.until}" if check.until else ("all" if check.since == "0.8.0" else f"{check.since} ..")
         assert f"| {releases} |" in row, (check.id, row)
+
+
+def test_a_remote_rm_url_naming_a_python_file_is_said_to_be_a_reward_function():
+    """OpenRLHF reads a `.py` remote_rm_url as a reward function file on the nodes: `plan` must not
+    call it a remote reward server (imported scripts carry it so: MM-EUREKA's, ProRL's)."""
+    found = launch(cfg(models={"reward_remote_url": "examples/scripts/reward_func.py"}))
+    reason = found.plan.role("reward").reason
+    assert "the reward function examples/scripts/reward_func.py (read on the nodes" in reason and "server" not in reason
+    assert "remote reward server" in launch(cfg()).plan.role("reward").reason

@@ -217,3 +217,15 @@ def test_cli_imports_the_first_call_of_a_function_called_twice_and_call_2_the_se
     assert out_of_range.returncode == 2
     assert "--call 3: the script runs the trainer twice (lines 44 and 45); pick 1..2" in out_of_range.stderr
     assert "Traceback" not in out_of_range.stderr
+
+
+def test_flags_no_release_has_point_to_openrlhf_source():
+    """A script of a fork imported without --openrlhf-source: its own flags are left out, and the
+    import says how to read them (the renamed-flag hints alone send the user the wrong way)."""
+    im = import_script(f"python3 -m {M} --pretrain m --reward_pretrain r --prompt_data d --freeze_prefix --frobnicate_cuts 3\n", name="t")
+    said = [f for f in im.findings if "no OpenRLHF release has" in f.message]
+    assert len(said) == 1 and "2 flags no OpenRLHF release has (--freeze_prefix, --frobnicate_cuts)" in said[0].message
+    assert "--openrlhf-source DIR" in (said[0].hint or "")
+    # a flag some release has is no sign of a fork
+    stock = import_script(f"python3 -m {M} --pretrain m --reward_pretrain r --prompt_data d --micro_train_batch_size 2\n", name="t")
+    assert not [f for f in stock.findings if "no OpenRLHF release has" in f.message]

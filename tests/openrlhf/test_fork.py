@@ -279,3 +279,13 @@ def test_a_forks_own_default_that_no_config_value_holds_is_left_to_the_fork(tmp_
     launch = prepare(load_config(out))
     assert "--vllm_num_engines" not in launch.argv
     assert fork.read(str(root)).parse(launch.argv).vllm_num_engines == -1
+
+
+def test_a_repository_root_whose_fork_lies_in_a_subfolder_is_named_in_the_hint(tmp_path):
+    # RUCAIBox/R1-Searcher keeps its fork in OpenRLHF-RAG/: naming the repository's root is a common slip
+    stock, groups = forks.stock_flags("0.8.0")
+    forks.write_fork(tmp_path / "repo" / "OpenRLHF-RAG", [*stock, CUTS], groups, "0.6.2")
+    with pytest.raises(UserError) as caught:
+        fork.read(str(tmp_path / "repo"))
+    assert "holds no openrlhf/cli/train_ppo_ray.py" in caught.value.message
+    assert f"it is in {tmp_path / 'repo' / 'OpenRLHF-RAG'}: name that folder" in (caught.value.hint or "")

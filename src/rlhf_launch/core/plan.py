@@ -116,7 +116,12 @@ def _scorer(cfg: LaunchConfig, extras: TrainerExtras) -> str:
         return "agent function"
     if extras.builtin_reward:
         return "the fork itself (it has no reward model flag)"
-    return "the reward function models.reward_func" if cfg.models.reward_func else "the remote reward server"
+    if cfg.models.reward_func:
+        return "the reward function models.reward_func"
+    urls = cfg.models.remote_urls
+    if len(urls) == 1 and urls[0].endswith(".py"):  # OpenRLHF reads a .py remote_rm_url as a reward function
+        return f"the reward function {urls[0]} (read on the nodes; models.reward_func ships a local file with the job)"
+    return "the remote reward server"
 
 
 def build_plan(cfg: LaunchConfig, extras: TrainerExtras | None = None) -> Plan:

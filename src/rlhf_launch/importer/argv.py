@@ -118,4 +118,17 @@ def unknown_findings(unknown: list[str], flags: FlagSet) -> list[Finding]:
         hint = f"openrlhf {flags.version} has --{guess}" if guess else "pass --script-version if the script targets another release"
         shown = " ".join(group)[:80]
         out.append(error(group[0], f"openrlhf {flags.version} does not accept '{shown}'; left out", hint))
+    if flags.fork is None:
+        names = [g[0].lstrip("-").split("=", 1)[0] for g in groups if g[0].startswith("--")]
+        nowhere = [n for n in names if not any(n in load(v).flags for v in supported_versions())]
+        if nowhere:  # flags no release has: most such scripts run a fork of OpenRLHF with flags of its own
+            shown = ", ".join(f"--{n}" for n in nowhere[:4]) + (" ..." if len(nowhere) > 4 else "")
+            out.append(
+                warning(
+                    f"--{nowhere[0]}",
+                    f"{len(nowhere)} flag{'s' if len(nowhere) != 1 else ''} no OpenRLHF release has ({shown})",
+                    "if the script runs a fork of OpenRLHF, import it with --openrlhf-source DIR (the fork's checkout): "
+                    "its own flags are read from its source",
+                )
+            )
     return out

@@ -171,6 +171,28 @@ def holds_package(directory: str) -> bool:
     return (root / TRAINER).is_file() or (root.name == "openrlhf" and (root / "cli" / "train_ppo_ray.py").is_file())
 
 
+def _trainers_below(root: Path, depth: int = 3) -> list[Path]:
+    """The folders under `root` (at most `depth` levels, hidden ones and site-packages skipped)
+    that hold openrlhf/cli/train_ppo_ray.py: what a user who named a repository's root meant."""
+    found: list[Path] = []
+    level = [root]
+    for _ in range(depth):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "site-packages")
+            except OSError:
+                continue
+            for child in children:
+                if (child / TRAINER).is_file():
+                    found.append(child)
+                below.append(child)
+        level = below[:200]  # a large tree: the first folders only
+        if found:
+            break
+    return found[:3]
+
+
 def read(directory: str, via: str = "openrlhf.source") -> FlagSet:
     """The fork in `directory` (a checkout or an installed package's directory): its trainer's
     flags and its version file; UserError naming `via` when it holds no trainer."""
@@ -180,9 +202,11 @@ def read(directory: str, via: str = "openrlhf.source") -> FlagSet:
     home = package_root(root)
     trainer = home / TRAINER
     if not trainer.is_file():
+        below = _trainers_below(root)
         raise UserError(
             f"{via} {directory} holds no {TRAINER}",
-            hint="name the checkout (or the installed openrlhf package directory) the trainer runs from",
+            hint=(f"it is in {', '.join(str(p) for p in below)}: name that folder" if below else "")
+            or "name the checkout (or the installed openrlhf package directory) the trainer runs from",
         )
     try:
         source = trainer.read_text(encoding="utf-8")
