@@ -100,3 +100,22 @@ def test_a_supervisor_that_ended_without_a_decision_leaves_the_run_failed(home, 
     jobs.set(sup, JobStatus.FAILED)
     jobs.dashboard.log = "Traceback (most recent call last):\n"
     assert remote.refresh(run, jobs).status is RunStatus.FAILED
+
+
+def test_another_machine_reads_the_supervisors_decision_on_an_attempt_it_stopped(home, jobs):
+    """The supervisor stops a stalled attempt's job (Ray: STOPPED) and decides the run FAILED; a
+    machine that knows the run only from the cluster must say FAILED too, not STOPPED (no user
+    stopped it), as `runs RUN --print-status` does on the machine that submitted it."""
+    run, sup = supervised(jobs)
+    jobs.set(run.current.job_id, JobStatus.STOPPED)
+    jobs.set(sup, JobStatus.SUCCEEDED)
+    jobs.dashboard.log = said(RunStatus.FAILED, 1)
+    runs.path_of(run.run_id).unlink()  # this machine never saw the run: all it has is the cluster
+    seen = remote.find(run.run_id, jobs)
+    assert seen.status is RunStatus.FAILED and not seen.stopped_by_user
+    # a user's stop still reads STOPPED, whatever the supervisor said last
+    jobs.submit(
+        "true", {}, f"{run.run_id}-stopped-1", {"rlhf_launch_run": run.run_id, "rlhf_launch_role": "stop", "rlhf_launch_attempt": "1"}
+    )
+    runs.path_of(run.run_id).unlink()
+    assert remote.find(run.run_id, jobs).status is RunStatus.STOPPED

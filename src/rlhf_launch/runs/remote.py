@@ -85,7 +85,7 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     stays final. When the cluster does not answer, nothing changes."""
     if not run.supervisor_job:
         return run
-    if run.final:
+    if run.final and not _stopped_by_its_supervisor(run):
         return _final_words(run, jobs)
     entering = run.status
     current = run.current
@@ -114,6 +114,20 @@ def fold_supervisor(run: Run, jobs: Jobs) -> Run:
     ):
         run.status = RunStatus(decided)
     return run
+
+
+def _stopped_by_its_supervisor(run: Run) -> bool:
+    """A run that reads STOPPED only because its attempt's job was stopped, not by a user: the
+    supervisor stops a stalled attempt (or one a re-plan replaces), and its own decision (FAILED,
+    GAVE_UP, WAITING) is the run's status, which the supervisor's state line says."""
+    current = run.current
+    return (
+        run.status is RunStatus.STOPPED
+        and not run.stopped_by_user
+        and bool(run.supervisor_job)
+        and current is not None
+        and current.status is AttemptStatus.STOPPED
+    )
 
 
 def _log_tail(jobs: Jobs, info: JobInfo) -> str:
@@ -172,7 +186,7 @@ def sync_run(run_id: str, infos: list[JobInfo], jobs: Jobs) -> Run:
             fresh = local
         before = fresh.as_json()
         merged = _merge(fresh, infos)
-        if not merged.final:
+        if not merged.final or _stopped_by_its_supervisor(merged):
             merged = fold_supervisor(merged, jobs)
         if merged.as_json() != before or not runs.path_of(run_id).exists():
             runs.save(merged)
