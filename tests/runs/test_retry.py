@@ -139,12 +139,3 @@ def test_an_unknown_failure_without_progress_is_not_retried():
 
 def test_an_unknown_failure_spends_the_budget_like_any_other():
     assert decide([diag("nccl", True, 3), diag("unknown", False, 9)], Policy(1)) == Stop("1 automatic resume used of 1", "GAVE_UP")
-
-
-def test_a_crash_after_progress_that_comes_back_at_the_same_step_is_not_chance():
-    """diagnose retries a crash (CUDA fault, segfault) after a logged step; the same crash at the
-    same step again is the code's: the run stops FAILED instead of spending its budget."""
-    crash = [Failure("unknown", True, 40), Failure("unknown", True, 40)]
-    decision = decide(crash, Policy(5))
-    assert isinstance(decision, Stop) and decision.status == "FAILED" and "twice in a row at step 40" in decision.reason
-    assert isinstance(decide([Failure("unknown", True, 40), Failure("unknown", True, 52)], Policy(5)), Retry)

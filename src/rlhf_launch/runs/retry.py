@@ -160,9 +160,7 @@ def decide(failures: Sequence[Failure | Diagnosis | Stall], policy: Policy) -> R
         if stop is not None:
             return stop
         progressed = True
-    # an unknown cause is not known to repeat (undiagnosed: no step either), unless the diagnosis found
-    # it retriable at a step (a crash after progress): the same crash at the same step again is the code's
-    if len(seen) >= 2 and not forced and (last.kind != UNKNOWN or (last.retriable and last.step is not None)):
+    if len(seen) >= 2 and not forced and last.kind != UNKNOWN:  # an unknown cause is not known to repeat
         previous = seen[-2]
         if previous.kind == last.kind and previous.step == last.step:
             return Stop(f"{last.kind} twice in a row {_at(last.step)}: it will repeat; --retry-on {last.kind} overrides", "FAILED")
