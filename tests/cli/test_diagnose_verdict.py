@@ -76,3 +76,14 @@ def test_a_run_without_auto_resume_is_answered_as_if_it_had_one(diagnose_with, c
     assert main(["diagnose", run.run_id, "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)["auto_resume"]
     assert verdict["retry"] is True and verdict["hypothetical"] is True and "--auto-resume N" in verdict["reason"]
+
+
+def test_the_verdict_stands_on_the_diagnosis_the_supervisor_stored(diagnose_with, capsys):
+    """The supervisor decided on what it could read then (the dashboard did not answer: `unknown`,
+    retriable, at the step it tracked); `diagnose` reads more now, but says what was decided."""
+    run = failed_run(auto_resume=3, earlier_step=None)
+    run.attempts[0].diagnosis = {"class": "unknown", "retriable": True, "step": 12, "evidence": [], "hint": "h"}
+    diagnose_with(run, "(raylet) node died\n")
+    assert main(["diagnose", run.run_id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["auto_resume"]["retry"] is True and "resume 1 of 3" in data["auto_resume"]["reason"]

@@ -49,3 +49,17 @@ def test_runs_asks_each_cluster_with_the_token_its_runs_were_submitted_with(tmp_
     given = tmp_path / "given"
     given.write_text("given\n")
     assert overview._token_for(run.address, [run], str(given)).value == "given"  # --token-file wins
+
+
+def test_a_remembered_token_file_emptied_since_falls_back_to_rays_default(tmp_path: Path, monkeypatch):
+    from rlhf_launch.runs import overview
+
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    token = tmp_path / "token"
+    token.write_text("")
+    run = healthy_run()
+    run.token_file = str(token)
+    assert options.run_token(run, None) is None  # no "token file ... is missing or empty" for a file the user did not pass
+    found = overview._token_for(run.address, [run], None)  # nor does `runs` fail on it
+    assert found is None or found.path != token

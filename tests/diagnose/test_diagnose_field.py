@@ -74,6 +74,12 @@ OPTIONAL = {"phase", "note", "tags"}
 # that one entry, the only floor ever lowered, with this note). Then an exception no rule names,
 # raised during the weight update (its frames or a trainer's /init_communicator call before it), is
 # weight_sync: J 85.2% / 92.6% (rules); held out A-F 79.9% / 84.2%, all 76.4% / 82.9% of 368.
+# Wave K (part k): 30 excerpts from threads no earlier part uses, collected 2026-12-05 after the
+# changes for waves I and J, scored once, unseen, and left so (no rule written for it): 46.7% class /
+# 83.3% retriable of all 30 (38.5% / 76.9% of its rules 13, 52.9% / 88.2% of its held-out 17; the
+# code of the session's start: 46.7% / 83.3%). Ten of its excerpts hold no decisive error line of
+# their own (it is in the issue's title, or missing). With its rules half among the known cases
+# (the vote), J's held-out half reads 69.7% class.
 # The floors below are the latest measured figures per wave and half, rounded down, so a change
 # that makes an unseen half worse fails; raise them, never lower them (README's "Diagnose on real
 # logs" gives the same figures).
@@ -82,7 +88,8 @@ WAVES: dict[str, tuple[str, dict[str, tuple[float, float]]]] = {
     "G": ("part-g.yaml", {"rules": (0.73, 0.94), "heldout": (0.76, 0.80)}),
     "H": ("part-h.yaml", {"rules": (0.70, 1.0), "heldout": (0.85, 0.71)}),
     "I": ("part-i.yaml", {"rules": (0.80, 0.84), "heldout": (0.55, 0.85)}),
-    "J": ("part-j.yaml", {"rules": (0.85, 0.92), "heldout": (0.66, 0.72)}),
+    "J": ("part-j.yaml", {"rules": (0.85, 0.92), "heldout": (0.69, 0.72)}),
+    "K": ("part-k.yaml", {"rules": (0.38, 0.76), "heldout": (0.52, 0.88)}),
 }
 HELDOUT_GOAL = (0.90, 0.95)
 

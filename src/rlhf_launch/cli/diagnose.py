@@ -57,8 +57,10 @@ def command(
         else:
             found = evidence.gather(cluster.jobs, cluster.dashboard, chosen.job_id)
             data.update(found.diagnosis().as_json())
-            decided = verdict(record, chosen.number, data)
-            if decided:  # what the supervisor decides after this failure, from the run's history
+            # what the supervisor decides after this failure, from the run's history: on the diagnosis
+            # it stored when it decided (it may have read less than is readable now), else this one
+            decided = verdict(record, chosen.number, chosen.diagnosis or data)
+            if decided:
                 data["auto_resume"] = decided
             if found.missing:
                 data["note"] = found.missing

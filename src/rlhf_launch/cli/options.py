@@ -111,7 +111,10 @@ def run_token(run: Run, token_file: str | None) -> str | None:
         return token_file
     if os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
         return None
-    return run.token_file if Path(run.token_file).is_file() else None
+    try:  # a remembered file that is gone or emptied since is no error of the user's: Ray's default place
+        return run.token_file if Path(run.token_file).read_text().strip() else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def supervision(auto_resume: int, backoff: float, poll: float, retry_on: str, no_retry_on: str) -> Supervision:

@@ -90,9 +90,13 @@ def _token_for(target: str, known: list[Run], token_file: str | None) -> Token |
 
     if token_file or os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
         return find_token(token_file=token_file)
-    for run in sorted(known, key=lambda r: r.created, reverse=True):
-        if run.address == target and run.token_file and Path(run.token_file).is_file():
-            return find_token(token_file=run.token_file)
+    newest = max((r for r in known if r.address == target), key=lambda r: r.created, default=None)
+    if newest is not None and newest.token_file:  # the newest run there says how that cluster is reached now
+        try:
+            if Path(newest.token_file).read_text().strip():
+                return find_token(token_file=newest.token_file)
+        except (OSError, UnicodeDecodeError):
+            pass  # gone or unreadable since: Ray's default place
     return find_token()
 
 

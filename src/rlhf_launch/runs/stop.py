@@ -193,8 +193,8 @@ def stop(run: Run, jobs: Jobs, dashboard: Dashboard, sweeper: gone.Sweeper, boun
         rounds += 1
     current = run.current
     status = str(current.status) if current else "NONE"
-    if stopped_at is None and finished is None:  # stopped now: when its attempt ended, else when asked
-        stopped_at = current.ended if current and current.ended else requested
+    if stopped_at is None and finished is None and not already:  # stopped now: when it was asked
+        stopped_at = requested
     return Stopped(
         run.run_id, current.job_id if current else None, status, bound, time.monotonic() - started, left, already, stopped_at, finished
     )
