@@ -165,6 +165,7 @@ READS = {
     ("rlhf_launch.openrlhf.fork", "read"): "an OpenRLHF fork the user names (openrlhf.source): its trainer and version file",
     ("rlhf_launch.openrlhf.fork", "holds_package"): "the same: does the directory hold a trainer",
     ("rlhf_launch.openrlhf.fork", "package_root"): "the same",
+    ("rlhf_launch.openrlhf.fork", "_trainers_below"): "the same: the folders under it that hold a trainer (for the hint)",
     ("rlhf_launch.diagnose.neighbours", "_known"): "package data: the known failure cases",
     ("rlhf_launch.importer.render", "check_target"): "the output path the user names (is it there)",
     ("rlhf_launch.importer.to_config", "_extra_args"): "a path in the script, made absolute",

@@ -114,3 +114,16 @@ def test_a_node_whose_parser_module_differs_fails_though_its_trainer_file_is_the
     other = PROBE["facts"](request)
     found = software_failures(launch, other)
     assert len(found) == 1 and "has another train_ppo_ray.py and openrlhf.cli.train_ppo_ray_tooling" in found[0].found
+
+
+def test_a_checkout_with_crlf_line_endings_reads_the_same_sum_on_the_node(tmp_path):
+    launch, root = fork_launch(tmp_path)
+    trainer = root / fork.TRAINER
+    trainer.write_bytes(trainer.read_bytes().replace(b"\n", b"\r\n"))  # as a Windows checkout holds it
+    launch = prepare(
+        load_config(ROOT / "configs" / "tiny-1node.yaml", [f"openrlhf.source={root}", f"checkpoint.ckpt_path={tmp_path / 'ckpt'}"])
+    )
+    assert launch.flags.fork.sha256 == hashlib.sha256(trainer.read_bytes()).hexdigest()
+    request = {**spec.build(launch, nonce="n0", version="test"), "models": {}, "datasets": {}}
+    request["env"] = {**request["env"], "PYTHONPATH": str(root)}
+    assert PROBE["facts"](request)["openrlhf_trainer_sha256"] == launch.flags.fork.sha256

@@ -891,3 +891,20 @@ def test_matches_bash(text: str | Path, tmp_path: Path):
     source = text.read_text() if isinstance(text, Path) else text
     environ = {"HOME": "/root", "WANDB_KEY": "k"}
     assert parse_script(source, environ=environ).argv == _bash_argv(source, tmp_path, environ)
+
+
+def test_a_condition_on_a_scheduler_variable_is_never_read_as_unset():
+    """Slurm, torchrun, MPI and Ray set these on the nodes: a script picks its layout on them, so
+    reading one as unset would write a layout the script never runs with; it stays undecided."""
+    text = f"""\
+        if [ -n "$SLURM_JOB_ID" ]; then
+          NODES=4
+        else
+          NODES=1
+        fi
+        python3 -m {M} --actor_num_nodes $NODES
+        """
+    call = parse(text)
+    assert call.argv != ["--actor_num_nodes", "1"]
+    assert not has_warning(call, r"reads \$SLURM_JOB_ID as unset")
+    assert parse(text, {"SLURM_JOB_ID": "42"}).argv == ["--actor_num_nodes", "4"]

@@ -173,3 +173,17 @@ def test_a_boolean_optional_switch_parses_and_renders_both_ways(tmp_path):
     assert flags.flags["dual"].action == "boolean_optional"
     assert flags.parse(["--no-dual"]).dual is False and flags.parse([]).dual is True
     assert tokens(flags, "dual", False) == ["--no-dual"] and tokens(flags, "dual", True) == ["--dual"]
+
+
+def test_a_loop_over_a_module_constant_names_its_flags_and_what_cannot_be_named_is_said():
+    source = (
+        "import argparse\nROLES = ('actor', 'critic')\n\n"
+        "if __name__ == '__main__':\n    parser = argparse.ArgumentParser()\n"
+        "    for r in ROLES:\n        parser.add_argument(f'--{r}_extra_lr', type=float)\n"
+        "    for r in roles_from_somewhere():\n        parser.add_argument(f'--{r}_beta', type=float)\n"
+        "    args = parser.parse_args()\n"
+    )
+    unresolved: list[str] = []
+    flags = extract_flags(source, unresolved=unresolved)
+    assert [f["name"] for f in flags] == ["actor_extra_lr", "critic_extra_lr"]  # no garbage name for the second loop
+    assert unresolved == ["parser.add_argument(f'--{r}_beta', type=float)"]

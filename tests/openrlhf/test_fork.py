@@ -207,7 +207,14 @@ def test_a_forks_trainer_may_make_its_own_prompts_and_reward_so_plan_warns_namin
         "data.prompt_dataset: no prompt dataset",
         "models.reward: no reward model and no remote reward URL: the trainer cannot score rollouts",
     } <= set(messages(stock, "error"))
-    root = a_fork(tmp_path)
+    # a fork whose own flags are about something else (rollout.n_cuts) keeps the stock requirements
+    other = prepare(config(tmp_path, f"openrlhf.source={a_fork(tmp_path)}", *unset))
+    assert {m.split(":")[0] for m in messages(other, "error")} >= {"data.prompt_dataset", "models.reward"}
+    own = [
+        {"name": "web_corpus_path", "dest": "web_corpus_path", "action": "store", "type": "str", "default": None},
+        {"name": "process_reward_pretrain", "dest": "process_reward_pretrain", "action": "store", "type": "str", "default": None},
+    ]
+    root = forks.stock_plus(tmp_path / "wist", "0.11.2", own, own_version="0.11.2")
     launch = prepare(config(tmp_path, f"openrlhf.source={root}", *unset))
     assert not [m for m in messages(launch, "error") if m.startswith(("data.prompt_dataset", "models.reward"))]
     warned = messages(launch, "warning")
@@ -279,6 +286,10 @@ def test_a_forks_own_default_that_no_config_value_holds_is_left_to_the_fork(tmp_
     launch = prepare(load_config(out))
     assert "--vllm_num_engines" not in launch.argv
     assert fork.read(str(root)).parse(launch.argv).vllm_num_engines == -1
+    # the engines the fork makes itself are in no count of the plan: it says so
+    assert any(
+        m.startswith("placement.vllm.engines: unset:") and "defaults --vllm_num_engines to -1" in m for m in messages(launch, "warning")
+    )
 
 
 def test_a_repository_root_whose_fork_lies_in_a_subfolder_is_named_in_the_hint(tmp_path):
@@ -289,3 +300,22 @@ def test_a_repository_root_whose_fork_lies_in_a_subfolder_is_named_in_the_hint(t
         fork.read(str(tmp_path / "repo"))
     assert "holds no openrlhf/cli/train_ppo_ray.py" in caught.value.message
     assert f"it is in {tmp_path / 'repo' / 'OpenRLHF-RAG'}: name that folder" in (caught.value.hint or "")
+
+
+def test_a_fork_that_names_flags_in_code_the_reader_cannot_evaluate_is_not_trusted_to_refuse(tmp_path):
+    stock, groups = forks.stock_flags("0.9.1")
+    root = forks.write_fork(tmp_path / "loopy", [*stock, CUTS], groups, "0.1.0")
+    trainer = root / fork.TRAINER
+    trainer.write_text(
+        trainer.read_text().replace(
+            "    args = parser.parse_args()",
+            "    for r in roles_from_config():\n        parser.add_argument(f'--{r}_beta', type=float)\n    args = parser.parse_args()",
+        )
+    )
+    assert fork.read(str(root)).fork.unresolved  # the reader says what it could not name
+    script = tmp_path / "train.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain m --reward_pretrain r --prompt_data d --actor_beta 0.1\n")
+    out = tmp_path / "train.yaml"
+    done = CliRunner().invoke(app, ["import", str(script), "--openrlhf-source", str(root), "-o", str(out)])
+    assert done.exit_code == 1, done.output  # written, with the flag left out and said why: not refused as the fork's own refusal
+    assert "flag(s) in code the reader cannot evaluate" in done.output and out.is_file()

@@ -6,6 +6,8 @@ settings) -> findings. An error for something OpenRLHF's start-up accepts names 
 
 from __future__ import annotations
 
+import re
+
 from rlhf_launch.core.config import LaunchConfig, odd_reward_urls
 from rlhf_launch.core.findings import Finding, error, warning
 from rlhf_launch.core.placement import declared_nodes, simulate
@@ -25,17 +27,43 @@ def _shape(plan: Plan, role: str) -> str:
     return f"{r.nodes}x{r.gpus_per_node}"
 
 
-def _fork_may_differ(flags: FlagSet | None) -> str:
-    """For a fork with flags of its own, how messages name it (its trainer may meet a stock
-    start-up requirement its own way: prompts made from its own flags, its own reward); else ''."""
-    if flags is None or flags.fork is None or not flags.fork.only:
+# What a fork's own flag must be about for its trainer to meet a stock start-up requirement its
+# own way: prompts made otherwise (lfy-123/WIST's --web_corpus_path), a reward of its own
+# (ZefanW/openRLHF_o1's --process_reward_pretrain).
+PROMPT_WORDS = re.compile(r"(?i)data|prompt|corpus|dataset|input|env|task|query|question")
+REWARD_WORDS = re.compile(r"(?i)reward|(?:^|_)rm(?:_|$)|judge|verif|score|grader|rule")
+
+
+def _fork_may_differ(flags: FlagSet | None, about: re.Pattern[str]) -> str:
+    """For a fork with a flag of its own `about` the requirement, how messages name it (its
+    trainer may meet the stock start-up requirement its own way); else ''."""
+    if flags is None or flags.fork is None or not any(about.search(name) for name in flags.fork.only):
         return ""
     return flags.label
 
 
+def _fork_engines(cfg: LaunchConfig, flags: FlagSet | None) -> list[Finding]:
+    """placement.vllm.engines left unset for a fork whose own default makes engines (EIT-EAST-Lab/C3's
+    -1, "auto"): the trainer places vLLM engines the plan does not count."""
+    if flags is None or flags.fork is None or cfg.placement.vllm.engines is not None:
+        return []
+    for name in ("vllm.num_engines", "vllm_num_engines"):
+        flag = flags.get(name)
+        if flag is not None and flag.default not in (None, 0, "0"):
+            return [
+                warning(
+                    "placement.vllm.engines",
+                    f"unset: {flags.label} defaults --{name} to {flag.default!r} and makes its own vLLM engines, which the plan "
+                    "neither places nor counts (GPUs, placement, memory)",
+                    "set placement.vllm.engines (and placement.vllm.tensor_parallel_size) to what the fork will make",
+                )
+            ]
+    return []
+
+
 def required(cfg: LaunchConfig, plan: Plan, flags: FlagSet | None = None) -> list[Finding]:
-    out = []
-    fork = _fork_may_differ(flags)
+    out = _fork_engines(cfg, flags)
+    fork = _fork_may_differ(flags, PROMPT_WORDS)
     if not cfg.models.actor:
         out.append(error("models.actor", "no actor model", "set models.actor to a HF model name or path", reason="trainer_init"))
     if not cfg.data.prompt_dataset:
@@ -55,6 +83,7 @@ def required(cfg: LaunchConfig, plan: Plan, flags: FlagSet | None = None) -> lis
     if not cfg.models.reward and not cfg.models.remote_reward and not plan.extras.agent and not plan.extras.builtin_reward:
         # With gae OpenRLHF's start-up itself fails (the critic comes from the reward model).
         gae = cfg.train.advantage_estimator == "gae" and not cfg.models.critic
+        fork = _fork_may_differ(flags, REWARD_WORDS)
         if fork:
             out.append(
                 warning(

@@ -144,6 +144,16 @@ def import_call(
     draft = Draft(data={"name": name, "openrlhf": section})
     draft.findings += [warning("script", w) for w in call.warnings]
     draft.findings += unknown_findings(unknown, source)
+    if unknown and fork is not None and fork.fork is not None and fork.fork.unresolved:
+        first = fork.fork.unresolved[0]
+        draft.findings.append(
+            warning(
+                "openrlhf.source",
+                f"the fork names {len(fork.fork.unresolved)} flag(s) in code the reader cannot evaluate ({first[:80]}): "
+                "the flags left out above may be among them",
+                "if the fork's trainer accepts them, give them in extra_args",
+            )
+        )
     written, notes = written_flags(argv, source)
     draft.findings += notes
     pinned = script_version is not None or bool(target_version and target_version in accepted)
@@ -191,6 +201,8 @@ def _refuse_unknown(fork: FlagSet, unknown: list[str]) -> None:
     `$VAR`) are not the fork's doing: they stay errors of their own, with a config written."""
     if not any("$" not in t and "`" not in t for t in unknown):
         return
+    if fork.fork is not None and fork.fork.unresolved:
+        return  # the fork makes some flag names in code the reader cannot evaluate: these may be among them
     trainer = f"{fork.fork.root}/openrlhf/cli/train_ppo_ray.py" if fork.fork is not None else "its trainer"
     raise UserError(
         f"{fork.label} refuses the script's flags: unrecognized arguments: {' '.join(unknown)}",

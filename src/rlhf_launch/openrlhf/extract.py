@@ -46,7 +46,10 @@ def _value(node: ast.AST, env: dict[str, Any], source: str) -> Any:
             if isinstance(piece, ast.Constant):
                 parts.append(str(piece.value))
             elif isinstance(piece, ast.FormattedValue):
-                parts.append(str(_value(piece.value, env, source)))
+                inner = _value(piece.value, env, source)
+                if isinstance(inner, dict):  # a name the reader cannot know: the string is unknown too
+                    return {"expr": ast.get_source_segment(source, node)}
+                parts.append(str(inner))
         return "".join(parts)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
         inner = _value(node.args[0], env, source)
@@ -154,6 +157,7 @@ class _Reader:
     out: list[dict[str, Any]] = field(default_factory=list)
     modules: dict[str, _Module | None] = field(default_factory=dict)
     seen: set[tuple[str, str]] = field(default_factory=set)
+    unresolved: list[str] = field(default_factory=list)  # add_argument calls whose flag name cannot be evaluated
 
     def module(self, name: str) -> _Module | None:
         if name not in self.modules:
@@ -171,10 +175,7 @@ class _Reader:
         functions too when `local`: the trainer's own are walked with the whole file)."""
         for stmt in body:
             if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
-                try:
-                    values = ast.literal_eval(stmt.iter)
-                except ValueError:
-                    values = None
+                values = _value(stmt.iter, env, mod.source)  # a literal, or a module constant naming one
                 if isinstance(values, (tuple, list)):
                     for value in values:
                         self.walk(stmt.body, {**env, stmt.target.id: value}, mod, local)
@@ -185,6 +186,8 @@ class _Reader:
                     flag = _flag_from_call(stmt.value, env, mod.source)
                     if flag is not None:
                         self.out.append(flag)
+                    elif any(isinstance(_value(a, env, mod.source), dict) for a in stmt.value.args):
+                        self.unresolved.append(ast.get_source_segment(mod.source, stmt.value) or "add_argument(...)")
                     continue
             call = self._parser_call(stmt, mod, local)
             if call is not None:
@@ -233,12 +236,18 @@ class _Reader:
         self.walk(mod.functions[name].body, dict(mod.constants), mod, local=True)
 
 
-def extract_flags(source: str, load: Loader | None = None, module: str = TRAINER_MODULE) -> list[dict[str, Any]]:
+def extract_flags(
+    source: str, load: Loader | None = None, module: str = TRAINER_MODULE, unresolved: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Return the trainer's flags in definition order: name, dest, type, action, default, choices, nargs.
-    `load` gives the source of other modules of the same checkout, to follow a parser built there."""
+    `load` gives the source of other modules of the same checkout, to follow a parser built there.
+    `add_argument` calls whose flag name the reader cannot evaluate (a loop over a computed list)
+    are left out and, when `unresolved` is given, appended to it as source text."""
     reader = _Reader(load)
     mod = _module(module, source)
     reader.walk(mod.tree.body, dict(mod.constants), mod, local=False)
+    if unresolved is not None:
+        unresolved.extend(reader.unresolved)
     flags = reader.out
     if not flags:
         raise ExtractError("no parser.add_argument(...) calls found")

@@ -71,6 +71,7 @@ class Fork:
     only: tuple[str, ...]  # its flags that its nearest stock release lacks: passed through unchecked
     via: str = "openrlhf.source"  # the config key that named it (or runtime_env.working_dir)
     modules: tuple[str, ...] = ()  # the checkout's other modules its parser is built in (dotted names)
+    unresolved: tuple[str, ...] = ()  # add_argument calls whose flag name the reader could not evaluate
 
 
 @dataclass(frozen=True)

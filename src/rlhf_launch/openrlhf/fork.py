@@ -127,8 +127,9 @@ def from_source(
     """The fork's flag set from its trainer's source text (and the checkout's `modules` its parser
     is built in: linked_modules): its own flags, the nearest release's version (what the
     launcher's knowledge of releases keys on) and pins."""
+    unresolved: list[str] = []
     try:
-        flags = extract_flags(source, dict(modules).get)
+        flags = extract_flags(source, dict(modules).get, unresolved=unresolved)
     except (ExtractError, SyntaxError) as exc:
         raise UserError(
             f"{root}/{TRAINER} does not read as OpenRLHF's trainer: {exc}",
@@ -145,6 +146,7 @@ def from_source(
         only=tuple(f["name"] for f in flags if f["name"] not in stock.flags),
         via=via,
         modules=tuple(sorted(name for name, _ in modules)),
+        unresolved=tuple(unresolved),
     )
     built = _from_data({**data, "version": base}, origin=f"{root}/{TRAINER}")
     return replace(built, pins=dict(stock.pins), fork=fork)
@@ -235,4 +237,15 @@ def read(directory: str, via: str = "openrlhf.source") -> FlagSet:
         return None
 
     modules = linked_modules(source, load)
-    return from_source(source, root=str(home), version=version_from(files), via=via, modules=modules)
+    flags = from_source(source, root=str(home), version=version_from(files), via=via, modules=modules)
+    if flags.fork is None:
+        return flags
+    # what doctor compares is the files' bytes as each node reads them (a CRLF checkout included)
+    raw: list[tuple[str, bytes]] = []
+    for name, _ in modules:
+        for relative in module_paths(name):
+            path = (home / relative).resolve()
+            if path.is_relative_to(home) and path.is_file():
+                raw.append((name, path.read_bytes()))
+                break
+    return replace(flags, fork=replace(flags.fork, sha256=parser_sha256(trainer.read_bytes(), raw)))

@@ -29,6 +29,16 @@ _CASE: dict[str, Callable[[str], str]] = {
 Seg = tuple[str, object, bool]
 
 
+# Variables a scheduler or launcher sets on the nodes (Slurm, PBS, LSF, MPI, torchrun, Kubernetes,
+# Ray): a script branches on them to pick its layout, so "unset" is no safe reading of them; a
+# condition on one stays undecided and import asks for it (--var NAME=VALUE).
+LAUNCH_ENV = re.compile(
+    r"^(?:SLURM_\w+|PBS_\w+|LSB_\w+|OMPI_\w+|PMI_\w+|PMIX_\w+|MV2_\w+|KUBERNETES_\w+|RAY_\w+|MLP_\w+"
+    r"|WORLD_SIZE|RANK|LOCAL_RANK|NODE_RANK|GROUP_RANK|NNODES|NUM_NODES|N_NODES|NPROC_PER_NODE|GPUS_PER_NODE"
+    r"|MASTER_ADDR|MASTER_PORT|HOSTNAME|HOST|CUDA_VISIBLE_DEVICES)$"
+)
+
+
 @dataclass
 class Var:
     value: str | list[str] | None  # None: unset by the script (`unset X`)
@@ -287,7 +297,13 @@ class Expander:
         return [(_kind(p.quoted), default, split)]
 
     def _unknown(self, p: Param, state: str) -> list[Seg]:
-        if self.unset_unknown and state == "unknown" and not p.name.isdigit() and p.name not in self.script.conditional:
+        if (
+            self.unset_unknown
+            and state == "unknown"
+            and not p.name.isdigit()
+            and p.name not in self.script.conditional
+            and not LAUNCH_ENV.match(p.name)
+        ):
             if p.name not in self.read_unset:
                 self.read_unset.append(p.name)
             return [(_kind(p.quoted), "", False)]
