@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from rlhf_launch.cluster import node as cluster
 
 from conftest import run_cli
@@ -65,3 +67,29 @@ def test_down_runs_ray_stop(tmp_path):
     done = run_cli("down", "--force", env={"RLHF_LAUNCH_RAY": str(fake)})
     assert done.returncode == 0, done.stderr
     assert json.loads(record.read_text()) == ["stop", "--force"]
+
+
+def test_a_blocking_node_is_stopped_without_rays_30_second_drain(monkeypatch):
+    """Ctrl-C or SIGTERM to `up`/`join --block` stops the node now (as the Slurm script does); a
+    drain time the user exported is kept."""
+    import subprocess
+
+    from rlhf_launch.cluster import node
+
+    seen: list[dict[str, str]] = []
+
+    class Refused(Exception):
+        pass
+
+    def popen(args, env, **kwargs):
+        seen.append(env)
+        raise Refused
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.delenv("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", raising=False)
+    with pytest.raises(Refused):
+        node.start_blocking(["start", "--block"], {})
+    monkeypatch.setenv("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "12")
+    with pytest.raises(Refused):
+        node.start_blocking(["start", "--block"], {})
+    assert [e["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] for e in seen] == ["0", "12"]

@@ -40,3 +40,9 @@ def test_a_mistake_in_the_file_still_names_the_file_and_line(write_config):
         load_config(path, ["train.micro_train_batch_size=1"])
     assert info.value.message.startswith(f"{path}:4: unknown key train.train_batch_sise")
     assert info.value.hint == "fix the key in the YAML or pass key=value overrides"
+
+
+def test_a_list_key_given_a_bare_word_says_how_a_list_is_written():
+    err = error_of("placement.colocate=actor_ref")
+    assert "placement.colocate: Input should be a valid list (got 'actor_ref')" in err.message
+    assert "key=[a,b]" in (err.hint or "")

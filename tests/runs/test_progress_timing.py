@@ -130,3 +130,16 @@ def test_the_log_reader_knows_the_estimate(home, jobs):
     run = running_run(jobs)
     read = report.progress_reader(run)
     assert read(step_line(1)) is not None
+
+
+def test_watch_does_not_repeat_the_comparison_for_each_new_median():
+    """A step a little slower or faster moves the median, not the picture: the line comes again
+    only when the measured step time moved by a tenth or more."""
+    tracker = Tracker(total_steps=10, estimate=ESTIMATE)
+    states = []
+    for n, train in ((1, 600.0), (2, 610.0), (3, 620.0), (4, 900.0), (5, 900.0), (6, 900.0)):
+        tracker.feed(step_line(n, train=train), 10.0 * n)
+        progress = tracker.progress(10.0 * n).as_json()
+        states.append(state_line({"status": "RUNNING", "attempt": 1, "attempt_status": "RUNNING", "progress": progress}) + "\n")
+    timing = [line for line in report.supervisor_lines(states) if "measured vs" in line]
+    assert len(timing) == 2, timing  # the first, and once the median moved past a tenth

@@ -418,7 +418,8 @@ def render(launch: Launch, opts: SlurmOptions) -> str:
     parts = [
         *_header(launch, opts),
         "#",
-        f"# rlhf-launch slurm: {launch.cfg.name}, {launch.cfg.cluster.nodes} nodes x {launch.cfg.cluster.gpus_per_node} GPUs "
+        f"# rlhf-launch slurm: {launch.cfg.name}, {launch.cfg.cluster.nodes} node{'s' if launch.cfg.cluster.nodes != 1 else ''} "
+        f"x {launch.cfg.cluster.gpus_per_node} GPUs "
         f"(the plan uses {launch.plan.gpus_required})",
         *memory_comment(size, opts.mem),
         "# Submit it again (or let Slurm requeue it) to resume the run from its latest checkpoint.",

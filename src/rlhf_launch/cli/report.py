@@ -346,6 +346,17 @@ def progress_text(row: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _timing_key(timing: dict[str, Any] | None, text: str | None) -> str:
+    """What makes a measured-vs-estimated line new: the measured step time moved by a tenth or
+    more (log buckets), not the median's step count."""
+    import math
+
+    step = (timing or {}).get("step_s")
+    if step and isinstance(step[0], (int, float)) and step[0] > 0:
+        return f"step~{round(math.log(step[0]) / math.log(1.1))}"
+    return re.sub(r" \(median of \d+ steps?\)", "", text or "")
+
+
 def timing_text(timing: dict[str, Any] | None) -> str | None:
     """`step 1,150 s measured vs 1,280 s estimated (median of 3 steps): generate 120/137,
     make_experience 380/386, train 600/700, weight_sync 50/57 s` (runs/progress.py versus)."""
@@ -588,9 +599,11 @@ def supervisor_lines(chunks: Iterable[str]) -> Iterator[str]:
                 from rlhf_launch.runs.progress import versus
 
                 seen = state.get("progress") or {}
-                timing = timing_text(versus(seen.get("measured"), seen.get("estimated")))
-                if timing and ("timing", timing) not in told_timing:  # once per change: it moves with the median
-                    told_timing.add(("timing", timing))
+                measured = versus(seen.get("measured"), seen.get("estimated"))
+                timing = timing_text(measured)
+                moved = ("timing", _timing_key(measured, timing))
+                if timing and moved not in told_timing:  # once per change of a tenth or more, not per step's new median
+                    told_timing.add(moved)
                     yield f"  {timing}\n"
                 found = state.get("diagnosis")
                 key = json.dumps(found, sort_keys=True, default=str)

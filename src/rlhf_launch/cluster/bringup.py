@@ -98,6 +98,29 @@ def start_head(opts: node.HeadOptions, notify: Notify) -> int:
 _ALREADY = re.compile(r"Ray is trying to start at (\S+), but is already running at (\S+?)\.? ")
 
 
+def _free_port(after: int, avoid: int = 0) -> int:
+    """The first port above `after` nothing on this machine listens on (nor `avoid`): what a
+    suggestion to start another head may name (Ray's own servers sit on neighbouring ports)."""
+    import socket
+
+    for port in range(after + 1, min(after + 200, 65535)):
+        if port == avoid:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    return after + 1
+
+
+def _other_ports(opts: node.HeadOptions) -> str:
+    gcs = _free_port(opts.port)
+    return f"--port {gcs} --dashboard-port {_free_port(opts.dashboard_port, gcs)}"
+
+
 def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
     """Why the head did not start; a Ray already running at the address asked for is named,
     with what stops it alone (`down`, like `ray stop`, would stop every Ray of this machine)."""
@@ -106,7 +129,7 @@ def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
         return UserError(
             "ray start --head failed: a Ray cluster on this machine already uses its temp dir (its session is not this one)",
             hint="use that cluster (rlhf-launch status), or start this head with its own temp dir and ports: "
-            f"rlhf-launch up --head --port {opts.port + 1} --dashboard-port {opts.dashboard_port + 1} -- --temp-dir DIR",
+            f"rlhf-launch up --head {_other_ports(opts)} -- --temp-dir DIR",
         )
     if found is None:
         return node.failure("ray start --head", started)
@@ -123,7 +146,7 @@ def _head_failure(opts: node.HeadOptions, started: node.Started) -> UserError:
     )
     lines = [
         f"use that cluster ({uses}, dashboard {', '.join(dashboards) or 'unknown'})",
-        f"or start this head on other ports: rlhf-launch up --head --port {opts.port + 1} --dashboard-port {opts.dashboard_port + 1}",
+        f"or start this head on other ports: rlhf-launch up --head {_other_ports(opts)}",
         f"or {stop_it}",
     ]
     also = f": also {', '.join(f'{n.ip} of cluster {n.gcs}' for n in others)}" if others else ""

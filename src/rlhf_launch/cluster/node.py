@@ -241,9 +241,12 @@ def start_blocking(
     """Run `ray start ... --block` in the foreground, its output passed on to stderr (`quiet`:
     its INFO notes kept back, warnings and errors passed on); return once Ray says it started
     and `ready()` holds (the process keeps running)."""
+    # Ctrl-C or SIGTERM to `up`/`join --block` stops the node now: Ray would first drain it for 30 s
+    # (a trainer's actors cannot finish in that time), as the Slurm script also sets
+    drain = {} if "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S" in os.environ else {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
     process = subprocess.Popen(
         [*ray_command(), *args],
-        env={**os.environ, **env},
+        env={**os.environ, **drain, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

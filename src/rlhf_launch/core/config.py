@@ -595,7 +595,9 @@ def validate(data: Any, source: str = "config", lines: dict[KeyPath, int] | None
         messages = [_describe(e, lines or {}, source, overrides) for e in errors]
         first, rest = messages[0], messages[1:]
         more = ("\n  " + "\n  ".join(rest)) if rest else ""
-        if all(o is not None for o in origins):
+        if all(o is not None for o in origins) and any(e.get("type") == "list_type" for e in errors):
+            hint = "a list on the command line is written in brackets: key=[a,b] (placement.colocate=[actor_ref])"
+        elif all(o is not None for o in origins):
             hint = "fix the key=value override on the command line"
         elif any(o is not None for o in origins):
             hint = "fix the key in the YAML and the key=value overrides on the command line"

@@ -341,7 +341,8 @@ def _launcher_owned(draft: Draft, source: FlagSet, namespace: argparse.Namespace
         draft.findings.append(
             warning(
                 f"--{key_flag}",
-                "the script passes a W&B key; it is not written to the config (W&B stays on: logging.wandb.project is set)",
+                "the script passes a W&B key; it is not written to the config (logging.wandb.project is set: W&B logs "
+                f"when {SECRET_ENV} is in the environment at submit, and stays off without it)",
                 f"export {SECRET_ENV} where you run rlhf-launch; it reaches the job through runtime_env only",
             )
         )
