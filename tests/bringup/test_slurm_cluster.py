@@ -208,6 +208,7 @@ def test_sbatch_brings_up_three_ray_nodes_and_runs_to_success(slurm, allocation)
     assert written and all(p.stat().st_mode & 0o040 for p in written), [oct(p.stat().st_mode) for p in written][:5]
 
 
+@pytest.mark.slow  # about 2.5 minutes: scancel, then a second sbatch that resumes (CI's 15-minute budget)
 def test_scancel_mid_run_is_recorded_and_a_second_sbatch_resumes_it(slurm, allocation):
     alloc = allocation(steps=10, step_seconds=1.0)
     first = alloc.sbatch()

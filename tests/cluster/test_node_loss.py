@@ -80,6 +80,7 @@ def test_killed_worker_node_fails_the_job_and_the_run_is_resumed(small_cluster, 
     assert by_job == sorted(by_job, key=lambda job: int(job.rsplit("-", 1)[1]))  # attempts never interleave
 
 
+@pytest.mark.slow  # about 1.5 minutes: a whole cluster stopped and started again (CI's 15-minute budget)
 def test_resume_after_the_cluster_was_restarted(small_cluster, tmp_path):
     """The run record, not Ray's job table, is the source of truth."""
     from support.ray_cluster import LocalCluster

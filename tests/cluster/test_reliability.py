@@ -64,9 +64,9 @@ def _stop_after(moments: list[float], cluster, cli_env, tmp_path) -> None:
 
 
 def test_stop_at_spread_moments_after_submit_leaves_nothing_running(cluster, cli_env, tmp_path):
-    """Five stops spread over the first 3 s (runtime env set-up, entrypoint start, trainer
-    start-up, first steps): the moments where a stop raced a start in the past."""
-    _stop_after([0.0, 0.4, 1.0, 1.8, 3.0], cluster, cli_env, tmp_path)
+    """Three stops spread over the first 3 s (runtime env set-up, trainer start-up, first
+    steps): the moments where a stop raced a start in the past (`-m slow` adds 20 at random)."""
+    _stop_after([0.0, 1.0, 3.0], cluster, cli_env, tmp_path)
 
 
 @pytest.mark.slow
