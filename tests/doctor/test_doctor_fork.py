@@ -80,25 +80,8 @@ def test_the_probe_hashes_the_trainer_its_path_finds(tmp_path):
     assert software_failures(launch, facts) == []
 
 
-def sibling_fork(tmp_path: Path) -> Path:
-    """A fork whose parser is built in another module of the checkout (EIT-EAST-Lab/C3's shape)."""
-    root = tmp_path / "c3"
-    (root / "openrlhf" / "cli").mkdir(parents=True)
-    (root / "openrlhf" / "__init__.py").write_text("__version__ = '0.1.0'\n")
-    (root / "openrlhf" / "cli" / "train_ppo_ray.py").write_text(
-        "from openrlhf.cli.train_ppo_ray_tooling import build_parser\n\n"
-        "if __name__ == '__main__':\n    parser = build_parser()\n    args = parser.parse_args()\n"
-    )
-    stock, _ = forks.stock_flags("0.11.2")
-    body = forks.trainer_source(stock + [CUTS], []).split("parser = argparse.ArgumentParser()\n", 1)[1].split("    args =")[0]
-    (root / "openrlhf" / "cli" / "train_ppo_ray_tooling.py").write_text(
-        "import argparse\n\ndef build_parser():\n    p = argparse.ArgumentParser()\n" + body.replace("parser.", "p.") + "    return p\n"
-    )
-    return root
-
-
 def test_a_node_whose_parser_module_differs_fails_though_its_trainer_file_is_the_same(tmp_path):
-    root = sibling_fork(tmp_path)
+    root = forks.write_sibling_fork(tmp_path / "c3", "0.11.2", [CUTS])
     cfg = load_config(ROOT / "configs" / "tiny-1node.yaml", [f"openrlhf.source={root}", f"checkpoint.ckpt_path={tmp_path / 'ckpt'}"])
     launch = prepare(cfg)
     assert launch.flags.fork is not None and launch.flags.fork.modules == ("openrlhf.cli.train_ppo_ray_tooling",)

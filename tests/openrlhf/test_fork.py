@@ -253,18 +253,7 @@ def test_a_flag_the_fork_has_is_its_own_though_a_stock_rule_gives_it_to_a_key(tm
 
 def test_a_fork_whose_parser_is_built_in_a_sibling_module_is_read_from_its_checkout_only(tmp_path):
     # EIT-EAST-Lab/C3: `from openrlhf.cli.train_ppo_ray_tooling import build_parser`
-    root = tmp_path / "c3"
-    (root / "openrlhf" / "cli").mkdir(parents=True)
-    (root / "openrlhf" / "__init__.py").write_text("__version__ = '0.1.0'\n")
-    (root / "openrlhf" / "cli" / "train_ppo_ray.py").write_text(
-        "from openrlhf.cli.train_ppo_ray_tooling import build_parser\nfrom elsewhere import add_outside\n\n"
-        "if __name__ == '__main__':\n    parser = build_parser()\n    add_outside(parser)\n    args = parser.parse_args()\n"
-    )
-    stock, _ = forks.stock_flags("0.9.1")
-    body = forks.trainer_source(stock + [CUTS], []).split("parser = argparse.ArgumentParser()\n", 1)[1].split("    args =")[0]
-    (root / "openrlhf" / "cli" / "train_ppo_ray_tooling.py").write_text(
-        "import argparse\n\ndef build_parser():\n    p = argparse.ArgumentParser()\n" + body.replace("parser.", "p.") + "    return p\n"
-    )
+    root = forks.write_sibling_fork(tmp_path / "c3", "0.9.1", [CUTS], outside_call="add_outside")
     (tmp_path / "elsewhere.py").write_text("def add_outside(parser):\n    parser.add_argument('--outside')\n")  # not in the checkout
     flags = fork.read(str(root))
     assert flags.fork is not None and flags.fork.version == "0.1.0" and flags.version == "0.9.1"

@@ -61,3 +61,24 @@ def stock_plus(root: Path, version: str, extra: list[dict[str, Any]], own_versio
     """A fork of a shipped release with `extra` flags of its own."""
     flags, groups = stock_flags(version)
     return write_fork(root, flags + extra, groups, own_version or f"{version}.fork1")
+
+
+def write_sibling_fork(root: Path, version: str, extra: list[dict[str, Any]], outside_call: str = "") -> Path:
+    """A stand-in checkout whose trainer builds its parser in another module of the checkout
+    (EIT-EAST-Lab/C3's shape: `from openrlhf.cli.train_ppo_ray_tooling import build_parser`),
+    defining release `version`'s flags and `extra`; `outside_call` names a function of a module
+    outside the checkout that the trainer also hands the parser to."""
+    (root / "openrlhf" / "cli").mkdir(parents=True)
+    (root / "openrlhf" / "__init__.py").write_text("__version__ = '0.1.0'\n")
+    outside = f"from elsewhere import {outside_call}\n" if outside_call else ""
+    call = f"    {outside_call}(parser)\n" if outside_call else ""
+    (root / "openrlhf" / "cli" / "train_ppo_ray.py").write_text(
+        f"from openrlhf.cli.train_ppo_ray_tooling import build_parser\n{outside}\n"
+        f"if __name__ == '__main__':\n    parser = build_parser()\n{call}    args = parser.parse_args()\n"
+    )
+    stock, _ = stock_flags(version)
+    body = trainer_source(stock + extra, []).split("parser = argparse.ArgumentParser()\n", 1)[1].split("    args =")[0]
+    (root / "openrlhf" / "cli" / "train_ppo_ray_tooling.py").write_text(
+        "import argparse\n\ndef build_parser():\n    p = argparse.ArgumentParser()\n" + body.replace("parser.", "p.") + "    return p\n"
+    )
+    return root

@@ -102,19 +102,25 @@ def run_and_cluster(run_id: str | None, address: str | None, token_file: str | N
 
 def run_token(run: Run, token_file: str | None) -> str | None:
     """The token file a verb on `run` uses: --token-file when given; else the one given at
-    submit, when the environment names no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH) and
-    the file is still there; else None (Ray's default place)."""
-    import os
-    from pathlib import Path
+    submit or resume (cluster/auth.py remembered_token_file); else None (the environment's, or
+    Ray's default place)."""
+    from rlhf_launch.cluster.auth import remembered_token_file
 
     if token_file or not run.token_file:
         return token_file
-    if os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
-        return None
-    try:  # a remembered file that is gone or emptied since is no error of the user's: Ray's default place
-        return run.token_file if Path(run.token_file).read_text().strip() else None
-    except (OSError, UnicodeDecodeError):
-        return None
+    return remembered_token_file(run.token_file)
+
+
+def remember_token(run: Run, token_file: str | None) -> Run:
+    """The run with `token_file` (its absolute path, never the token) recorded for later verbs."""
+    if not token_file:
+        return run
+    from pathlib import Path
+
+    from rlhf_launch.runs import record as runs
+
+    remembered = str(Path(token_file).expanduser().resolve())
+    return runs.update(run.run_id, lambda r: setattr(r, "token_file", remembered))
 
 
 def supervision(auto_resume: int, backoff: float, poll: float, retry_on: str, no_retry_on: str) -> Supervision:

@@ -39,11 +39,7 @@ def command(
         raise UserError(f"{given} goes with --fit (a re-plan onto the live cluster)", hint=f"rlhf-launch resume RUN --fit {given}")
     record = runs.find(run)
     cluster = options.cluster(address, options.run_token(record, token_file), configured=record.address)
-    if token_file:  # the token given now is the one later verbs on this run use
-        from pathlib import Path
-
-        remembered = str(Path(token_file).expanduser().resolve())
-        record = runs.update(record.run_id, lambda r: setattr(r, "token_file", remembered))
+    record = options.remember_token(record, token_file)  # the token given now is the one later verbs use
     before = record
     if fit:
         from rlhf_launch.runs import refit

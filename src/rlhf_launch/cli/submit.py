@@ -69,12 +69,6 @@ def command(
     output.echo_json(done.as_json()) if as_json else output.echo(report.submitted_text(done))
     if done.run is None:
         output.exit_with(output.USER)
-    if token_file:  # later verbs on this run find the token without being told again
-        from pathlib import Path
-
-        from rlhf_launch.runs import record as runs
-
-        remembered = str(Path(token_file).expanduser().resolve())
-        runs.update(done.run.run_id, lambda r: setattr(r, "token_file", remembered))
+    options.remember_token(done.run, token_file)  # later verbs on this run find the token without being told again
     if follow:
         output.follow(logs.follow(done.run, cluster.jobs), report.progress_reader(done.run))

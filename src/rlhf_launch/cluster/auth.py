@@ -48,6 +48,16 @@ def _read(path: Path) -> str | None:
     return value or None
 
 
+def remembered_token_file(path: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A token file remembered with a run (`submit --token-file`): `path` when the environment
+    names no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH) and the file still holds one; else None
+    (the environment's, or Ray's default place: a file gone or emptied since is no user error)."""
+    env = os.environ if environ is None else environ
+    if env.get("RAY_AUTH_TOKEN", "").strip() or env.get("RAY_AUTH_TOKEN_PATH"):
+        return None
+    return path if _read(Path(path).expanduser()) else None
+
+
 def find_token(environ: Mapping[str, str] | None = None, token_file: str | None = None) -> Token | None:
     env = os.environ if environ is None else environ
     if token_file:

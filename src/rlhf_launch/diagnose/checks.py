@@ -60,10 +60,12 @@ def not_at_startup(ctx: Ctx) -> bool:
     return ctx.step is not None or ctx.phase not in STARTUP
 
 
-_OOM_NUMBERS = re.compile(
+# torch's OOM line with what it asked for and what the GPU had free (the rules oom_not_shortage* match it)
+OOM_FREE_LINE = (
     r"Tried to allocate (?P<ask>[\d.]+) (?P<au>[KMG])iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB"
     r" of which (?P<free>[\d.]+) (?P<fu>[KMG])iB is free"
 )
+_OOM_NUMBERS = re.compile(OOM_FREE_LINE)
 _UNIT = {"K": 1 / (1 << 20), "M": 1 / 1024, "G": 1.0}
 
 

@@ -401,7 +401,7 @@ RULES: tuple[Rule, ...] = (
         # sleep-mode cumem allocator, a memory pool of another process): the engine's fault when vLLM sleeps
         name="oom_not_shortage",
         cls=C.VLLM,
-        pattern=r"Tried to allocate [\d.]+ [KMG]iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB of which [\d.]+ [KMG]iB is free",
+        pattern=checks.OOM_FREE_LINE,
         anchors=("Tried to allocate",),
         retriable=False,
         hint="not a memory shortage: the GPU had far more free than the allocation asked for, so vLLM's sleep-mode "
@@ -412,7 +412,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="oom_not_shortage_other",
         cls=C.UNKNOWN,
-        pattern=r"Tried to allocate [\d.]+ [KMG]iB\. GPU \d+ has a total capacity of [\d.]+ [KMG]iB of which [\d.]+ [KMG]iB is free",
+        pattern=checks.OOM_FREE_LINE,
         anchors=("Tried to allocate",),
         retriable=False,
         hint="not a memory shortage: the GPU had far more free than the allocation asked for; an allocator or "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlhf_launch.cluster.auth import Token, find_token
+from rlhf_launch.cluster.auth import Token, find_token, remembered_token_file
 from rlhf_launch.cluster.connection import Cluster, address_from
 from rlhf_launch.core import nodes
 from rlhf_launch.errors import ClusterError, RecordUnreadable
@@ -82,22 +82,14 @@ def waiting_for(run: Run) -> str:
 
 
 def _token_for(target: str, known: list[Run], token_file: str | None) -> Token | None:
-    """The token for the cluster at `target`: --token-file; else the environment's; else the
-    token file a run on that cluster was submitted with (`submit --token-file`), newest first;
+    """The token for the cluster at `target`: --token-file; else the one the newest run there
+    was submitted with (how that cluster is reached now), unless the environment names one;
     else Ray's default place."""
-    import os
-    from pathlib import Path
-
-    if token_file or os.environ.get("RAY_AUTH_TOKEN", "").strip() or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+    if token_file:
         return find_token(token_file=token_file)
     newest = max((r for r in known if r.address == target), key=lambda r: r.created, default=None)
-    if newest is not None and newest.token_file:  # the newest run there says how that cluster is reached now
-        try:
-            if Path(newest.token_file).read_text().strip():
-                return find_token(token_file=newest.token_file)
-        except (OSError, UnicodeDecodeError):
-            pass  # gone or unreadable since: Ray's default place
-    return find_token()
+    remembered = remembered_token_file(newest.token_file) if newest is not None and newest.token_file else None
+    return find_token(token_file=remembered)
 
 
 def overview(address: str | None = None, token_file: str | None = None) -> Overview:
