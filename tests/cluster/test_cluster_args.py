@@ -93,3 +93,17 @@ def test_a_blocking_node_is_stopped_without_rays_30_second_drain(monkeypatch):
     with pytest.raises(Refused):
         node.start_blocking(["start", "--block"], {})
     assert [e["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] for e in seen] == ["0", "12"]
+
+
+def test_rays_start_failures_say_what_happened_without_a_traceback_or_down():
+    timed_out = cluster.Started(
+        1,
+        'Traceback (most recent call last):\n  File "/x/ray/_private/node.py", line 440, in __init__\n    raise Exception(\n'
+        "Exception: The current node timed out during startup. This could happen because some of the raylet failed.\n",
+    )
+    err = cluster.failure("ray start --address", timed_out)
+    assert err.message == "ray start --address failed: the node did not register with the head's GCS in time"
+    assert "File " not in (err.hint or "") and "one at a time" in (err.hint or "")
+    again = cluster.failure("ray start --address", cluster.Started(1, "Ray is already running at 127.0.0.3:6380\n"))
+    assert "Ray already runs on this node" in again.message and "stops every Ray on this machine" in (again.hint or "")
+    assert not (again.hint or "").startswith("rlhf-launch down")

@@ -277,7 +277,8 @@ def submitted_text(done: Submitted) -> str:
     lines += [f"  note: {note}" for note in done.notes]
     if done.supervisor_job:
         lines += [
-            f"  auto-resume: up to {run.auto_resume} times, supervised on the cluster by job {done.supervisor_job}",
+            f"  auto-resume: up to {run.auto_resume} time{'s' if run.auto_resume != 1 else ''}, "
+            f"supervised on the cluster by job {done.supervisor_job}",
             f"    (rlhf-launch watch {run.run_id})",
         ]
     lines += [

@@ -428,5 +428,20 @@ def failure(what: str, started: Started) -> UserError:
     if "InvalidAuthToken" in text or "AuthenticationError" in text:
         return UserError(f"{what} failed: the head rejected the auth token", hint="pass the head's token with --token-file")
     if "already" in text and "running" in text:
-        return UserError(f"{what} failed: Ray already runs on this node", hint="rlhf-launch down, then try again")
-    return UserError(f"{what} failed (exit {started.returncode})", hint=_tail(text) or None)
+        return UserError(
+            f"{what} failed: Ray already runs on this node",
+            hint="use that node (rlhf-launch status), stop only it (Ctrl-C its `up`/`join --block`, or kill -TERM its raylet), "
+            "or give this one its own --node-ip-address and temp dir; `rlhf-launch down` stops every Ray on this machine",
+        )
+    said = [line.strip() for line in text.splitlines() if _RAISED.match(line.strip())]
+    if "timed out during startup" in text or "Deadline Exceeded" in text:
+        return UserError(
+            f"{what} failed: the node did not register with the head's GCS in time",
+            hint=(said[-1] + "\n" if said else "") + "on a loaded machine start nodes one at a time, then try again; "
+            "check that the head's GCS port is reachable from this node",
+        )
+    return UserError(f"{what} failed (exit {started.returncode})", hint=said[-1] if said else _tail(text) or None)
+
+
+# Ray's own exception line at the end of a traceback (`Exception: ...`, `ConnectionError: ...`)
+_RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S")
